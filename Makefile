@@ -1,0 +1,35 @@
+# One way in: `make run` and `make test` set everything up on a fresh machine (Python 3.11).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: setup assets run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned in the same install command so the local CPU wheel is used.
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor]' torch==2.13.0
+	touch $@
+
+assets: $(INSTALLED)
+	$(BIN)/python -m benchmark.assets
+
+setup: assets
+
+run: setup
+	$(BIN)/python -m benchmark.demo
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check benchmark baselines leaderboard tests
+
+test: setup lint
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python -m benchmark.bench sim
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -1,0 +1,109 @@
+"""The AI2-THOR action set: each action's arguments, their validation, and its handler.
+
+A malformed call (unknown action, unknown or missing argument, wrong argument type) raises
+``ValueError`` naming the valid choices, as AI2-THOR does. Whether the action is possible is
+decided by its handler and reported as data (:class:`ActionResult`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmark.sim import interaction, navigation, state_changes
+from benchmark.sim.world import OK, ActionResult, World
+
+NUMBER = (int, float)
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """Signature and handler of one action. Types map argument names to accepted types."""
+
+    handler: Callable[..., ActionResult]
+    required: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+    optional: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+
+
+def _noop(world: World, a: int, action: str) -> ActionResult:
+    return OK
+
+
+_OBJ = {"objectId": (str,)}
+_FORCE = {"forceAction": (bool,)}
+_MOVE = ActionSpec(navigation.move, optional={"moveMagnitude": NUMBER, **_FORCE})
+_TURN = ActionSpec(navigation.rotate, optional={"degrees": NUMBER})
+_LOOK = ActionSpec(navigation.look, optional={"degrees": NUMBER})
+_POSE = {
+    "position": (dict,),
+    "rotation": (dict, int, float),
+    "horizon": NUMBER,
+    "standing": (bool,),
+}
+
+
+def _object_action(handler: Callable[..., ActionResult], **extra: tuple[type, ...]) -> ActionSpec:
+    return ActionSpec(handler, required=_OBJ, optional={**_FORCE, **extra})
+
+
+ACTIONS: dict[str, ActionSpec] = {
+    "MoveAhead": _MOVE,
+    "MoveBack": _MOVE,
+    "MoveLeft": _MOVE,
+    "MoveRight": _MOVE,
+    "RotateLeft": _TURN,
+    "RotateRight": _TURN,
+    "LookUp": _LOOK,
+    "LookDown": _LOOK,
+    "Crouch": ActionSpec(navigation.posture),
+    "Stand": ActionSpec(navigation.posture),
+    "Teleport": ActionSpec(navigation.teleport, optional={**_POSE, **_FORCE}),
+    "TeleportFull": ActionSpec(navigation.teleport, required=_POSE, optional=_FORCE),
+    "GetReachablePositions": ActionSpec(navigation.reachable_positions),
+    "PickupObject": _object_action(interaction.pickup, manualInteract=(bool,)),
+    "PutObject": _object_action(interaction.put, placeStationary=(bool,)),
+    "DropHandObject": ActionSpec(interaction.drop, optional=_FORCE),
+    "OpenObject": _object_action(interaction.open_close, openness=NUMBER),
+    "CloseObject": _object_action(interaction.open_close),
+    "ToggleObjectOn": _object_action(state_changes.toggle),
+    "ToggleObjectOff": _object_action(state_changes.toggle),
+    "SliceObject": _object_action(state_changes.slice_object),
+    "CookObject": _object_action(state_changes.cook),
+    "BreakObject": _object_action(state_changes.break_object),
+    "CleanObject": _object_action(state_changes.clean_dirty),
+    "DirtyObject": _object_action(state_changes.clean_dirty),
+    "FillObjectWithLiquid": ActionSpec(
+        state_changes.fill, required={**_OBJ, "fillLiquid": (str,)}, optional=_FORCE
+    ),
+    "EmptyLiquidFromObject": _object_action(state_changes.empty),
+    "UseUpObject": _object_action(state_changes.use_up),
+    "Pass": ActionSpec(_noop),
+    "Done": ActionSpec(_noop),
+}
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def validate(action: Any, kwargs: Mapping[str, Any]) -> tuple[str, ActionSpec, dict[str, Any]]:
+    """Check an action call; returns (name, spec, arguments) or raises ValueError."""
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}; valid actions are {sorted(ACTIONS)}")
+    spec = ACTIONS[action]
+    allowed = {**spec.required, **spec.optional}
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{action}: unknown argument(s) {unknown}; "
+            f"valid arguments are {sorted(allowed) or 'none'}"
+        )
+    missing = sorted(set(spec.required) - set(kwargs))
+    if missing:
+        raise ValueError(f"{action}: missing required argument(s) {missing}")
+    for name, value in kwargs.items():
+        if not _type_ok(value, allowed[name]):
+            names = " or ".join(t.__name__ for t in allowed[name])
+            raise ValueError(f"{action}: argument {name}={value!r} must be {names}")
+    return action, spec, dict(kwargs)

@@ -1,0 +1,75 @@
+"""Shared fixtures: the real iTHOR scene assets, fetched and built once per machine."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmark.assets import ALFWORLD, PROCTHOR, ensure_scene_assets, raw_dir
+from benchmark.paths import cache_dir
+from benchmark.sim import Controller
+
+
+@pytest.fixture(scope="session")
+def scene_dir() -> Path:
+    return ensure_scene_assets()
+
+
+@pytest.fixture(scope="session")
+def recorded_metadata(scene_dir: Path) -> dict:
+    """AI2-THOR's recorded object metadata, straight from the procthor wheel."""
+    path = raw_dir(PROCTHOR, cache_dir()) / PROCTHOR.members[0]
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def layouts_dir(scene_dir: Path) -> Path:
+    """The ALFWorld layout files (reachable grids and openable poses)."""
+    return raw_dir(ALFWORLD, cache_dir()) / "alfworld/gen/layouts"
+
+
+def metadata_hash(event) -> str:
+    """Hash of every agent's full metadata: equal hashes mean equal observable state."""
+    payload = [e.metadata for e in event.events]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def state_hash(controller: Controller) -> str:
+    """Hash of the observable state of every agent, independent of the last action fields."""
+    ev = controller.step(action="Pass")
+    payload = []
+    for e in ev.events:
+        meta = dict(e.metadata)
+        for key in ("lastAction", "lastActionSuccess", "errorMessage", "actionReturn"):
+            meta.pop(key)
+        payload.append(meta)
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def face(controller: Controller, object_id: str, agent: int = 0) -> None:
+    """Teleport ``agent`` to the first pose from which it sees ``object_id``."""
+    from benchmark.sim.planning import interaction_poses
+
+    world = controller.world
+    poses = interaction_poses(world, agent, world.index_of[object_id])
+    assert poses, f"no pose sees {object_id}"
+    pose = poses[0]
+    ev = controller.step(
+        action="Teleport",
+        position={"x": pose.i * 0.25, "y": 0.9, "z": pose.j * 0.25},
+        rotation=pose.rotation,
+        horizon=pose.horizon,
+        agentId=agent,
+    )
+    assert ev.events[agent].metadata["lastActionSuccess"], ev.events[agent].metadata["errorMessage"]
+
+
+def first_of(controller: Controller, object_type: str) -> str:
+    return next(s.object_id for s in controller.world.specs if s.object_type == object_type)
+
+
+def obj(event, object_id: str) -> dict:
+    return next(o for o in event.metadata["objects"] if o["objectId"] == object_id)

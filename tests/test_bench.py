@@ -1,0 +1,25 @@
+"""The benchmark command produces its JSON figures (speed targets are checked by running it,
+not here)."""
+
+from __future__ import annotations
+
+import json
+
+from benchmark.bench import bench_sim, main, random_actions
+
+
+def test_random_primitive_actions_are_well_formed() -> None:
+    from benchmark.sim.actions import validate
+
+    for act in random_actions(["Apple|1|2|3"], 500, seed=1):
+        name = act["action"]
+        validate(name, {k: v for k, v in act.items() if k != "action"})
+
+
+def test_bench_sim_reports_every_figure(capsys) -> None:
+    figures = bench_sim(steps=400, repeats=1)
+    for key in ("agent_steps_per_s", "metadata_ms", "reset_ms", "scene_load_ms"):
+        assert figures[key] > 0
+    assert main(["sim", "--repeats", "1"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert json.loads(line)["bench"] == "sim"
