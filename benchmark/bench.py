@@ -15,15 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.sim.actions import NAVIGATION
+
 PRIMITIVES = (
-    "MoveAhead",
-    "MoveBack",
-    "MoveLeft",
-    "MoveRight",
-    "RotateLeft",
-    "RotateRight",
-    "LookUp",
-    "LookDown",
+    *NAVIGATION,
     "PickupObject",
     "PutObject",
     "OpenObject",
@@ -33,7 +28,7 @@ PRIMITIVES = (
     "DropHandObject",
 )
 
-NO_TARGET = frozenset((*PRIMITIVES[:8], "DropHandObject"))
+NO_TARGET = frozenset((*NAVIGATION, "DropHandObject"))
 
 
 def random_actions(object_ids: list[str], count: int, seed: int) -> list[dict[str, Any]]:

@@ -236,7 +236,7 @@ def test_liquids_and_using_up(kitchen: Controller) -> None:
     assert _do(kitchen, "EmptyLiquidFromObject", objectId=mug)["lastActionSuccess"]
     assert not obj(kitchen.last_event, mug)["isFilledWithLiquid"]
     meta = _do(kitchen, "UseUpObject", objectId=mug)
-    assert not meta["lastActionSuccess"] and "not can be used up" in meta["errorMessage"]
+    assert not meta["lastActionSuccess"] and "cannot be used up" in meta["errorMessage"]
 
 
 def test_open_and_close_fail_when_already_in_that_state(kitchen: Controller) -> None:
@@ -403,3 +403,14 @@ def test_walls_block_the_line_of_sight() -> None:
                 seen += clear
                 blocked += not clear
     assert seen > 100 and blocked > 10, (seen, blocked)
+
+
+def test_every_declared_argument_reaches_its_handler() -> None:
+    import inspect
+
+    from benchmark.sim.actions import ACTIONS
+
+    for name, spec in ACTIONS.items():
+        params = inspect.signature(spec.handler).parameters
+        for arg in {**spec.required, **spec.optional}:
+            assert arg in params, f"{name}: handler {spec.handler.__name__} lacks {arg}"

@@ -9,25 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmark.sim import Controller
-from benchmark.sim.actions import ACTIONS
+from benchmark.sim.actions import ACTIONS, NAVIGATION
 
 SCENES = ("FloorPlan1", "FloorPlan5", "FloorPlan203", "FloorPlan311", "FloorPlan424")
 OBJECT_ACTIONS = sorted(n for n, spec in ACTIONS.items() if "objectId" in spec.required)
-PLAIN_ACTIONS = [
-    "MoveAhead",
-    "MoveBack",
-    "MoveLeft",
-    "MoveRight",
-    "RotateLeft",
-    "RotateRight",
-    "LookUp",
-    "LookDown",
-    "Crouch",
-    "Stand",
-    "DropHandObject",
-    "Pass",
-    "Done",
-]
+PLAIN_ACTIONS = [*NAVIGATION, "Crouch", "Stand", "DropHandObject", "Pass", "Done"]
 
 garbage_value = st.one_of(
     st.none(),

@@ -15,6 +15,17 @@ from benchmark.sim import interaction, navigation, state_changes
 from benchmark.sim.world import OK, ActionResult, World
 
 NUMBER = (int, float)
+# Actions that only move or turn the agent or its camera.
+NAVIGATION = (
+    "MoveAhead",
+    "MoveBack",
+    "MoveLeft",
+    "MoveRight",
+    "RotateLeft",
+    "RotateRight",
+    "LookUp",
+    "LookDown",
+)
 
 
 @dataclass(frozen=True)
@@ -69,15 +80,15 @@ ACTIONS: dict[str, ActionSpec] = {
     "ToggleObjectOn": _object_action(state_changes.toggle),
     "ToggleObjectOff": _object_action(state_changes.toggle),
     "SliceObject": _object_action(state_changes.slice_object),
-    "CookObject": _object_action(state_changes.cook),
+    "CookObject": _object_action(state_changes.set_flag),
     "BreakObject": _object_action(state_changes.break_object),
-    "CleanObject": _object_action(state_changes.clean_dirty),
-    "DirtyObject": _object_action(state_changes.clean_dirty),
+    "CleanObject": _object_action(state_changes.set_flag),
+    "DirtyObject": _object_action(state_changes.set_flag),
     "FillObjectWithLiquid": ActionSpec(
         state_changes.fill, required={**_OBJ, "fillLiquid": (str,)}, optional=_FORCE
     ),
-    "EmptyLiquidFromObject": _object_action(state_changes.empty),
-    "UseUpObject": _object_action(state_changes.use_up),
+    "EmptyLiquidFromObject": _object_action(state_changes.set_flag),
+    "UseUpObject": _object_action(state_changes.set_flag),
     "Pass": ActionSpec(_noop),
     "Done": ActionSpec(_noop),
 }

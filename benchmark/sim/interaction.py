@@ -10,7 +10,12 @@ PLACE_MARGIN = 0.1  # metres kept between a placed object and the receptacle's e
 
 
 def pickup(
-    world: World, a: int, action: str, objectId: str, forceAction: bool = False
+    world: World,
+    a: int,
+    action: str,
+    objectId: str,
+    forceAction: bool = False,
+    manualInteract: bool = False,
 ) -> ActionResult:
     agent = world.agents[a]
     if agent.held >= 0:

@@ -31,7 +31,10 @@ def right_angles(degrees: float, what: str) -> int:
     return round(degrees) % 360
 
 
-def move(world: World, a: int, action: str, moveMagnitude: float = GRID_SIZE) -> ActionResult:
+def move(
+    world: World, a: int, action: str, moveMagnitude: float = GRID_SIZE, forceAction: bool = False
+) -> ActionResult:
+    """Move ``moveMagnitude`` metres; all or nothing. ``forceAction`` cannot pass through walls."""
     agent = world.agents[a]
     dx, dz = _MOVES[action](*HEADINGS[agent.rotation])
     i, j = agent.i, agent.j
@@ -92,7 +95,9 @@ def teleport(
     rotation: dict | float | None = None,
     horizon: float | None = None,
     standing: bool | None = None,
+    forceAction: bool = False,
 ) -> ActionResult:
+    """Set any of position, rotation, horizon and posture; other agents still block cells."""
     agent = world.agents[a]
     i, j = agent.i, agent.j
     if position is not None:

@@ -7,6 +7,7 @@ action that can change what rests where or what is switched on.
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 from benchmark.sim.facts import Transformation
 from benchmark.sim.scene import ObjState, spec_from_record
@@ -195,50 +196,89 @@ def slice_object(
     return OK
 
 
-def _flag_change(
-    world: World,
-    a: int,
-    action: str,
-    objectId: str,
-    forceAction: bool,
-    capability: str,
-    field: str,
-    value: bool,
-    already: str,
+class FlagChange(NamedTuple):
+    """An action that flips one state flag of an object that has a capability."""
+
+    capability: str  # ObjectSpec field the object needs
+    field: str  # ObjState field the action sets
+    value: bool  # the value it sets
+    incapable: str  # how the failure names a missing capability
+    already: str  # how the failure names the state it is already in
+    updates: dict[str, Any]  # every ObjState field the action sets
+
+
+FLAG_CHANGES = {
+    "CookObject": FlagChange(
+        "cookable",
+        "is_cooked",
+        True,
+        "cannot be cooked",
+        "cooked",
+        {"is_cooked": True, "temperature": "Hot"},
+    ),
+    "BreakObject": FlagChange(
+        "breakable",
+        "is_broken",
+        True,
+        "cannot be broken",
+        "broken",
+        {"is_broken": True, "is_filled": False, "fill_liquid": None},
+    ),
+    "CleanObject": FlagChange(
+        "dirtyable", "is_dirty", False, "cannot be cleaned", "clean", {"is_dirty": False}
+    ),
+    "DirtyObject": FlagChange(
+        "dirtyable", "is_dirty", True, "cannot get dirty", "dirty", {"is_dirty": True}
+    ),
+    "FillObjectWithLiquid": FlagChange(
+        "can_fill", "is_filled", True, "cannot hold liquid", "filled", {"is_filled": True}
+    ),
+    "EmptyLiquidFromObject": FlagChange(
+        "can_fill",
+        "is_filled",
+        False,
+        "cannot hold liquid",
+        "empty",
+        {"is_filled": False, "fill_liquid": None},
+    ),
+    "UseUpObject": FlagChange(
+        "can_be_used_up", "is_used_up", True, "cannot be used up", "used up", {"is_used_up": True}
+    ),
+}
+
+
+def _flag_target(
+    world: World, a: int, action: str, objectId: str, forceAction: bool
 ) -> tuple[int, ActionResult]:
+    """Resolve the target of a :data:`FLAG_CHANGES` action; (-1, failure) if impossible."""
+    change = FLAG_CHANGES[action]
     index, fail = find_target(world, a, action, objectId, forceAction, allow_held=True)
     if fail:
         return -1, fail
-    spec = world.specs[index]
-    if not getattr(spec, capability):
-        return -1, ActionResult(
-            False, f"{action} failed: {objectId} is not {capability.replace('_', ' ')}"
-        )
-    if getattr(world.objs[index], field) == value:
-        return -1, ActionResult(False, f"{action} failed: {objectId} is already {already}")
+    if not getattr(world.specs[index], change.capability):
+        return -1, ActionResult(False, f"{action} failed: {objectId} {change.incapable}")
+    if getattr(world.objs[index], change.field) == change.value:
+        return -1, ActionResult(False, f"{action} failed: {objectId} is already {change.already}")
     return index, OK
 
 
-def cook(
+def set_flag(
     world: World, a: int, action: str, objectId: str, forceAction: bool = False
 ) -> ActionResult:
-    index, res = _flag_change(
-        world, a, action, objectId, forceAction, "cookable", "is_cooked", True, "cooked"
-    )
+    """Cook, clean, dirty, empty or use up an object (see :data:`FLAG_CHANGES`)."""
+    index, result = _flag_target(world, a, action, objectId, forceAction)
     if index >= 0:
-        world.update(index, is_cooked=True, temperature="Hot")
-    return res
+        world.update(index, **FLAG_CHANGES[action].updates)
+    return result
 
 
 def break_object(
     world: World, a: int, action: str, objectId: str, forceAction: bool = False
 ) -> ActionResult:
-    index, res = _flag_change(
-        world, a, action, objectId, forceAction, "breakable", "is_broken", True, "broken"
-    )
+    index, result = _flag_target(world, a, action, objectId, forceAction)
     if index < 0:
-        return res
-    world.update(index, is_broken=True, is_filled=False, fill_liquid=None)
+        return result
+    world.update(index, **FLAG_CHANGES[action].updates)
     change = world.facts.breaking.get(world.specs[index].object_type)
     if change is not None:
         if world.carrier(index) == a:
@@ -249,59 +289,15 @@ def break_object(
     return OK
 
 
-def clean_dirty(
-    world: World, a: int, action: str, objectId: str, forceAction: bool = False
-) -> ActionResult:
-    dirty = action == "DirtyObject"
-    index, res = _flag_change(
-        world,
-        a,
-        action,
-        objectId,
-        forceAction,
-        "dirtyable",
-        "is_dirty",
-        dirty,
-        "dirty" if dirty else "clean",
-    )
-    if index >= 0:
-        world.update(index, is_dirty=dirty)
-    return res
-
-
 def fill(
     world: World, a: int, action: str, objectId: str, fillLiquid: str, forceAction: bool = False
 ) -> ActionResult:
     if fillLiquid not in LIQUIDS:
         raise ValueError(f"{action}: fillLiquid={fillLiquid!r} is not one of {list(LIQUIDS)}")
-    index, res = _flag_change(
-        world, a, action, objectId, forceAction, "can_fill", "is_filled", True, "filled"
-    )
+    index, result = _flag_target(world, a, action, objectId, forceAction)
     if index < 0:
-        return res
+        return result
     if world.objs[index].is_broken:
         return ActionResult(False, f"{action} failed: {objectId} is broken")
     world.update(index, is_filled=True, fill_liquid=fillLiquid)
     return OK
-
-
-def empty(
-    world: World, a: int, action: str, objectId: str, forceAction: bool = False
-) -> ActionResult:
-    index, res = _flag_change(
-        world, a, action, objectId, forceAction, "can_fill", "is_filled", False, "empty"
-    )
-    if index >= 0:
-        world.update(index, is_filled=False, fill_liquid=None)
-    return res
-
-
-def use_up(
-    world: World, a: int, action: str, objectId: str, forceAction: bool = False
-) -> ActionResult:
-    index, res = _flag_change(
-        world, a, action, objectId, forceAction, "can_be_used_up", "is_used_up", True, "used up"
-    )
-    if index >= 0:
-        world.update(index, is_used_up=True)
-    return res
