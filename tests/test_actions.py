@@ -414,3 +414,25 @@ def test_every_declared_argument_reaches_its_handler() -> None:
         params = inspect.signature(spec.handler).parameters
         for arg in {**spec.required, **spec.optional}:
             assert arg in params, f"{name}: handler {spec.handler.__name__} lacks {arg}"
+
+
+def test_moved_objects_carry_their_bounding_boxes(kitchen: Controller) -> None:
+    apple, plate = first_of(kitchen, "Apple"), first_of(kitchen, "Pot")
+    before = obj(kitchen.step(action="Pass"), apple)
+    face(kitchen, apple)
+    kitchen.step(action="PickupObject", objectId=apple)
+    face(kitchen, plate)
+    assert kitchen.step(action="PutObject", objectId=plate).metadata["lastActionSuccess"]
+    after = obj(kitchen.last_event, apple)
+    assert after["parentReceptacles"][0] == plate
+    shift = [after["position"][k] - before["position"][k] for k in "xyz"]
+    assert max(abs(s) for s in shift) > 0.05
+    for k, axis in enumerate("xyz"):
+        centre = after["axisAlignedBoundingBox"]["center"][axis]
+        assert centre - before["axisAlignedBoundingBox"]["center"][axis] == pytest.approx(shift[k])
+        assert after["axisAlignedBoundingBox"]["size"][axis] == pytest.approx(
+            before["axisAlignedBoundingBox"]["size"][axis]
+        )
+        moved = [p[k] for p in after["objectOrientedBoundingBox"]["cornerPoints"]]
+        recorded = [p[k] for p in before["objectOrientedBoundingBox"]["cornerPoints"]]
+        assert sum(moved) / 8 - sum(recorded) / 8 == pytest.approx(shift[k])

@@ -6,7 +6,6 @@ and builds ``metadata`` on first access.
 
 from __future__ import annotations
 
-import marshal
 from typing import Any
 
 from benchmark.sim.scene import GRID_SIZE
@@ -41,7 +40,12 @@ def object_metadata(
     box = world.box(index, pos)
     if spec.aabb is None or pos != spec.rest:
         out["axisAlignedBoundingBox"] = _aabb(box)
-        out["objectOrientedBoundingBox"] = None
+        if spec.oobb is not None:
+            dx, dy, dz = x - spec.rest[0], y - spec.rest[1], z - spec.rest[2]
+            corners = out["objectOrientedBoundingBox"]["cornerPoints"]
+            out["objectOrientedBoundingBox"]["cornerPoints"] = [
+                [cx + dx, cy + dy, cz + dz] for cx, cy, cz in corners
+            ]
     parents = [world.specs[p].object_id for p in world.ancestors(index)]
     visible = world.visible(agent_index, index, box)
     out.update(
@@ -74,24 +78,6 @@ def object_metadata(
     return out
 
 
-_BLOBS: dict[int, tuple[tuple, bytes]] = {}
-
-
-def static_records(specs: tuple) -> list[dict[str, Any]]:
-    """Fresh deep copies of every object's static record, in object order.
-
-    The records of a specs tuple are marshalled once into a single blob (kept while that tuple
-    lives), since one ``marshal.loads`` is the cheapest deep copy available.
-    """
-    cached = _BLOBS.get(id(specs))
-    if cached is None or cached[0] is not specs:
-        if len(_BLOBS) > 64:
-            _BLOBS.clear()
-        cached = (specs, marshal.dumps([marshal.loads(s.blob) for s in specs]))
-        _BLOBS[id(specs)] = cached
-    return marshal.loads(cached[1])
-
-
 def build_metadata(
     world: World, agent_index: int, action: str, result: ActionResult, screen: tuple[int, int]
 ) -> dict[str, Any]:
@@ -104,7 +90,7 @@ def build_metadata(
     return {
         "objects": [
             object_metadata(world, agent_index, k, children, static)
-            for k, static in enumerate(static_records(world.specs))
+            for k, static in enumerate(world.static_records())
         ],
         "agent": {
             "name": "agent",

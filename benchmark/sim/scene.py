@@ -139,6 +139,7 @@ class Scene:
     """One iTHOR floor plan, ready to simulate.
 
     Grid cells are integer pairs (i, j) for the point (i * 0.25, j * 0.25) in metres.
+    ``static_blob`` holds every object's static metadata record, marshalled as one list.
     """
 
     name: str
@@ -152,6 +153,7 @@ class Scene:
     openable_poses: dict[str, tuple[float, float, float, float]]
     bounds: tuple[float, float, float, float]
     index_of: dict[str, int]
+    static_blob: bytes
     _los: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -315,6 +317,7 @@ def scene_from_dict(data: dict) -> Scene:
         openable_poses={k: tuple(v) for k, v in data["openable_poses"].items()},
         bounds=bounds,
         index_of=index_of,
+        static_blob=marshal.dumps([marshal.loads(s.blob) for s in specs]),
     )
 
 

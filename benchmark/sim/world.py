@@ -6,6 +6,7 @@ event can keep a snapshot by copying the lists, and metadata can be built lazily
 
 from __future__ import annotations
 
+import marshal
 import math
 from typing import Any, NamedTuple
 
@@ -181,6 +182,16 @@ class World:
             + (y - self.scene.agent_y) ** 2
             + (z - agent.j * GRID_SIZE) ** 2
         )
+
+    def static_records(self) -> list[dict[str, Any]]:
+        """Fresh deep copies of every object's static metadata record, in object order.
+
+        One ``marshal.loads`` of the scene's blob is the cheapest deep copy there is; objects
+        created by actions add their own.
+        """
+        records = marshal.loads(self.scene.static_blob)
+        records.extend(marshal.loads(s.blob) for s in self.specs[len(records) :])
+        return records
 
     # ----------------------------------------------------------------- updates
     def update(self, index: int, **changes: Any) -> None:
