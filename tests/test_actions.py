@@ -417,14 +417,14 @@ def test_every_declared_argument_reaches_its_handler() -> None:
 
 
 def test_moved_objects_carry_their_bounding_boxes(kitchen: Controller) -> None:
-    apple, plate = first_of(kitchen, "Apple"), first_of(kitchen, "Pot")
+    apple, pot = first_of(kitchen, "Apple"), first_of(kitchen, "Pot")
     before = obj(kitchen.step(action="Pass"), apple)
     face(kitchen, apple)
     kitchen.step(action="PickupObject", objectId=apple)
-    face(kitchen, plate)
-    assert kitchen.step(action="PutObject", objectId=plate).metadata["lastActionSuccess"]
+    face(kitchen, pot)
+    assert kitchen.step(action="PutObject", objectId=pot).metadata["lastActionSuccess"]
     after = obj(kitchen.last_event, apple)
-    assert after["parentReceptacles"][0] == plate
+    assert after["parentReceptacles"][0] == pot
     shift = [after["position"][k] - before["position"][k] for k in "xyz"]
     assert max(abs(s) for s in shift) > 0.05
     for k, axis in enumerate("xyz"):
