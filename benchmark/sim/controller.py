@@ -10,7 +10,7 @@ if that agent moved earlier, and two agents can never swap cells through each ot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -156,12 +156,17 @@ class Controller:
         self.last_event = self._event(agent)
         return self.last_event
 
-    def multi_step(self, actions: Sequence[str | dict | None]) -> MultiAgentEvent:
+    def multi_step(
+        self,
+        actions: Sequence[str | dict | None],
+        after_each: Callable[[int, ActionResult], None] | None = None,
+    ) -> MultiAgentEvent:
         """Advance every agent by one action in a single tick (see the module's conflict rule).
 
         ``actions[i]`` is agent i's action: a name, a dict with key ``action`` and its arguments,
         or None to stand still. All actions are validated before any runs; a malformed one
-        raises ValueError and leaves the state unchanged.
+        raises ValueError and leaves the state unchanged. ``after_each(agent, result)`` is called
+        right after each agent's action, in resolution order (for credit assignment).
         """
         if isinstance(actions, str | dict) or len(actions) != self.agent_count:
             raise ValueError(
@@ -185,6 +190,8 @@ class Controller:
                 if call is not None:
                     name, spec, args = call
                     self._last[k] = (name, spec.handler(self.world, k, name, **args))
+                    if after_each is not None:
+                        after_each(k, self._last[k][1])
         except ValueError:
             restore(self.world, saved)
             raise

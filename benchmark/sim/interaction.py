@@ -79,16 +79,20 @@ def put(
     return OK
 
 
-def release(world: World, a: int, parent: int, x: float, y: float, z: float) -> None:
-    """Set the held object down at (x, y, z) in ``parent``; carried contents keep their offsets."""
-    agent = world.agents[a]
-    held = agent.held
-    old = world.objs[held]
+def move_object(world: World, index: int, parent: int, x: float, y: float, z: float) -> None:
+    """Rest ``index`` at (x, y, z) in ``parent``; its contents keep their offsets."""
+    old = world.objs[index]
     dx, dy, dz = x - old.x, y - old.y, z - old.z
-    for k in world.descendants(held):
+    for k in world.descendants(index):
         st = world.objs[k]
         world.update(k, x=st.x + dx, y=st.y + dy, z=st.z + dz)
-    world.update(held, x=x, y=y, z=z, parent=parent, holder=-1)
+    world.update(index, x=x, y=y, z=z, parent=parent, holder=-1)
+
+
+def release(world: World, a: int, parent: int, x: float, y: float, z: float) -> None:
+    """Set agent ``a``'s held object down at (x, y, z) in ``parent``."""
+    agent = world.agents[a]
+    move_object(world, agent.held, parent, x, y, z)
     world.move_agent(a, agent._replace(held=-1))
     settle(world)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from benchmark.sim.scene import GRID_SIZE
-from benchmark.sim.visibility import sees_box
+from benchmark.sim.scene import CAMERA_STANDING, GRID_SIZE
+from benchmark.sim.visibility import sees_box, visible_headings
 from benchmark.sim.world import HEADINGS, World
 
 HORIZONS = (0, 30, 60, -30)
@@ -24,26 +24,45 @@ class Pose(NamedTuple):
     horizon: int
 
 
-def interaction_poses(world: World, agent_index: int, index: int) -> list[Pose]:
-    """Poses from which agent ``agent_index`` would see object ``index`` (standing).
-
-    Cells taken by other agents are excluded. Order is deterministic: by cell, heading, pitch.
-    """
-    x0, x1, _, _, z0, z1 = box = world.box(index)
+def sight_poses(world: World, index: int) -> list[Pose]:
+    """Standing poses on the reachable grid from which object ``index`` is seen, ignoring
+    where agents stand. Deterministic order: by cell, heading, pitch."""
+    box = world.box(index)
+    x0, x1, _, _, z0, z1 = box
     reach = world.visibility_distance
-    cam = world.camera_y(world.agents[agent_index]._replace(standing=True))
+    cam = world.scene.agent_y + CAMERA_STANDING
     out = []
     for i, j in world.scene.reachable:
         x, z = i * GRID_SIZE, j * GRID_SIZE
         if not (x0 - reach <= x <= x1 + reach and z0 - reach <= z <= z1 + reach):
             continue
-        if world.occupied.get((i, j), agent_index) != agent_index:
-            continue
-        for rotation in HEADINGS:
-            for horizon in HORIZONS:
-                if sees_box(world.scene, x, z, rotation, horizon, cam, box, reach, world.fov):
-                    out.append(Pose(i, j, rotation, horizon))
+        for rotation, horizon in visible_headings(world.scene, x, z, cam, box, reach, world.fov):
+            out.append(Pose(i, j, rotation, horizon))
     return out
+
+
+def can_be_seen(world: World, index: int) -> bool:
+    """Whether any standing pose on the grid sees object ``index`` (stops at the first)."""
+    box = world.box(index)
+    x0, x1, _, _, z0, z1 = box
+    reach = world.visibility_distance
+    cam = world.scene.agent_y + CAMERA_STANDING
+    for i, j in world.scene.reachable:
+        x, z = i * GRID_SIZE, j * GRID_SIZE
+        if x0 - reach <= x <= x1 + reach and z0 - reach <= z <= z1 + reach:
+            for h in HEADINGS:
+                for v in HORIZONS:
+                    if sees_box(world.scene, x, z, h, v, cam, box, reach, world.fov):
+                        return True
+    return False
+
+
+def interaction_poses(world: World, agent_index: int, index: int) -> list[Pose]:
+    """:func:`sight_poses` minus cells taken by agents other than ``agent_index`` (-1: any)."""
+    return [
+        p for p in sight_poses(world, index)
+        if world.occupied.get((p.i, p.j), agent_index) == agent_index
+    ]
 
 
 def shortest_path(

@@ -155,6 +155,7 @@ class Scene:
     index_of: dict[str, int]
     static_blob: bytes
     _los: dict = field(default_factory=dict, repr=False, compare=False)
+    furniture_in_sight: dict[int, bool] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def agent_y(self) -> float:
@@ -185,6 +186,29 @@ class Scene:
 
 def _cell(x: float, z: float) -> tuple[int, int]:
     return (round(x / GRID_SIZE), round(z / GRID_SIZE))
+
+
+def largest_component(cells) -> tuple[tuple[int, int], ...]:
+    """The largest 4-connected set of grid cells, sorted.
+
+    A few recorded grids hold small pockets cut off from the main floor (behind furniture);
+    agents could be stranded there, so only the main floor area is kept.
+    """
+    remaining = set(cells)
+    best: set[tuple[int, int]] = set()
+    while remaining:
+        start = min(remaining)
+        part, stack = {start}, [start]
+        while stack:
+            i, j = stack.pop()
+            for nxt in ((i + 1, j), (i - 1, j), (i, j + 1), (i, j - 1)):
+                if nxt in remaining and nxt not in part:
+                    part.add(nxt)
+                    stack.append(nxt)
+        remaining -= part
+        if len(part) > len(best):
+            best = part
+    return tuple(sorted(best))
 
 
 def _sight_open(reachable: frozenset, objects: list[dict], floor_y: float) -> frozenset:
@@ -290,7 +314,7 @@ def scene_from_dict(data: dict) -> Scene:
         )
         specs.append(spec_from_record(i, rec, controlled))
         initial.append(state_from_record(rec, index_of.get(rec.get("parent"), -1)))
-    reachable = tuple(sorted(_cell(x, z) for x, z in data["reachable"]))
+    reachable = largest_component(_cell(x, z) for x, z in data["reachable"])
     reachable_set = frozenset(reachable)
     floor = next((o for o in objects if o["objectType"] == "Floor"), None)
     if floor is not None:
@@ -335,6 +359,18 @@ def _load(name: str, cache_root: str | None) -> Scene:
             "'python -m benchmark.assets' to rebuild it"
         ) from err
     return scene_from_dict(data)
+
+
+@lru_cache(maxsize=4)
+def _manifest(cache_root: str | None) -> dict:
+    from benchmark.assets import ensure_scene_assets
+
+    return json.loads((ensure_scene_assets(cache_root) / "manifest.json").read_text())
+
+
+def object_type_counts(scene: str, cache_root: str | os.PathLike[str] | None = None) -> dict[str, int]:
+    """How many objects of each type the recorded scene holds, without loading the scene."""
+    return _manifest(str(cache_root) if cache_root else None)["types"][normalize_scene(scene)]
 
 
 def load_scene(scene: str, cache_root: str | os.PathLike[str] | None = None) -> Scene:

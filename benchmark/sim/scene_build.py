@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmark.sim.catalog import PLANS_PER_ROOM_TYPE, ROOM_TYPES
 
-SCENE_FORMAT = 1
+SCENE_FORMAT = 2
 
 # Keys of a recorded object that the simulator recomputes per agent, so they are not stored.
 PER_AGENT_KEYS = ("visible", "isInteractable", "distance")
@@ -184,6 +184,7 @@ def build_scene_files(metadata_json: Path, layouts_dir: Path, out_dir: Path) -> 
     recorded = json.loads(Path(metadata_json).read_text())
     out_dir.mkdir(parents=True, exist_ok=True)
     names = []
+    types: dict[str, dict[str, int]] = {}
     removed_total = kept_total = 0
     for room_type, first in ROOM_TYPES:
         plans = recorded[room_type]
@@ -203,10 +204,14 @@ def build_scene_files(metadata_json: Path, layouts_dir: Path, out_dir: Path) -> 
             tmp.write_text(json.dumps(scene, separators=(",", ":")))
             os.replace(tmp, out_dir / f"{name}.json")
             names.append(name)
+            types[name] = {}
+            for o in objects:
+                types[name][o["objectType"]] = types[name].get(o["objectType"], 0) + 1
     manifest = {
         "format": SCENE_FORMAT,
         "scenes": names,
         "reachable_points": kept_total,
         "removed_points": removed_total,
+        "types": types,
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))

@@ -60,3 +60,30 @@ def sees_box(
     if bottom > -horizon + half or top < -horizon - half:
         return False
     return dh <= 1e-9 or scene.line_of_sight(ax, az, nx, nz)
+
+
+def visible_headings(
+    scene: Scene,
+    ax: float,
+    az: float,
+    camera_y: float,
+    box: Box,
+    visibility_distance: float,
+    fov: float,
+    headings: tuple[int, ...] = (0, 90, 180, 270),
+    horizons: tuple[int, ...] = (0, 30, 60, -30),
+) -> list[tuple[int, int]]:
+    """The (heading, pitch) pairs from which a standing agent at (ax, az) sees ``box``.
+
+    Same rule as :func:`sees_box`; the distance and line-of-sight parts are computed once.
+    """
+    x0, x1, _, _, z0, z1 = box
+    nx = x0 if ax < x0 else (x1 if ax > x1 else ax)
+    nz = z0 if az < z0 else (z1 if az > z1 else az)
+    dh = math.hypot(nx - ax, nz - az)
+    if dh > visibility_distance or (dh > 1e-9 and not scene.line_of_sight(ax, az, nx, nz)):
+        return []
+    return [
+        (h, v) for h in headings for v in horizons
+        if sees_box(scene, ax, az, h, v, camera_y, box, visibility_distance, fov)
+    ]

@@ -1,0 +1,353 @@
+"""The ``oracle`` team: full observability and a central greedy planner; the upper reference.
+
+Checklist atoms are assigned to agents greedily to minimise the makespan (longest estimated
+job first, each to the agent that would finish it earliest); atoms needing a joint lift get two
+agents. Each agent then works through its atoms with reactive recipes that look at the true
+state at every decision: open what encloses the object, fetch it, open the destination, put it;
+fetch a knife before slicing; toast a slice; brew into a mug; toggle things off. With one agent
+it is the single-agent reference used for speedup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmark.goals import Atom, holds_for
+from benchmark.sim.scene import GRID_SIZE
+from benchmark.sim.world import World
+
+STEP_COST = 4  # estimated ticks for each interaction in a job
+HEAT_FOR = {"BreadSliced": "Toaster", "Potato": "Microwave", "PotatoSliced": "Microwave",
+            "EggCracked": "Microwave", "AppleSliced": "Microwave", "TomatoSliced": "Microwave"}
+GIVE_UP_AFTER = 4
+
+
+class OracleTeam:
+    """Central planner over all agents (needs ``observability='full'``)."""
+
+    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+        if "env" not in task_info:
+            raise ValueError("the oracle needs full observability (env option observability='full')")
+        self.env = task_info["env"]
+        self.agents = agent_ids
+        self.assigned: dict[int, list[int]] = {}  # atom -> agents
+        self.queue: list[list[int]] = [[] for _ in agent_ids]
+        self.failures: dict[tuple[int, int], int] = {}
+        self.claimed: dict[int, int] = {}  # agent -> object it is working with (count atoms)
+        self.dropped: set[int] = set()
+
+    def close(self) -> None:
+        self.env = None
+
+    # ------------------------------------------------------------------ assignment
+    @property
+    def world(self) -> World:
+        return self.env.world
+
+    def _cell(self, index: int) -> tuple[int, int]:
+        x, _, z = self.world.position(index)
+        return round(x / GRID_SIZE), round(z / GRID_SIZE)
+
+    def _cost(self, start: tuple[int, int], atom: Atom) -> tuple[int, tuple[int, int]]:
+        """Estimated ticks of ``atom`` from ``start`` and where the agent ends."""
+        world = self.world
+        subject = world.index_of.get(atom.subject, -1)
+        if subject < 0:
+            subject = next((s.index for s in world.specs if s.object_type == atom.subject), -1)
+        here = self._cell(subject) if subject >= 0 else start
+        cost = abs(here[0] - start[0]) + abs(here[1] - start[1]) + STEP_COST
+        if atom.target and atom.predicate == "inside":
+            target = self._target_receptacle(atom, here)
+            if target >= 0:
+                there = self._cell(target)
+                cost += abs(there[0] - here[0]) + abs(there[1] - here[1]) + STEP_COST
+                here = there
+        return cost, here
+
+    def _assign(self) -> None:
+        env, world = self.env, self.world
+        pending = [i for i, a in enumerate(env.episode.checklist)
+                   if not env.satisfied[i] and i not in self.assigned and i not in self.dropped]
+        if not pending:
+            return
+        load = [0.0] * len(self.agents)
+        ends = [(a.i, a.j) for a in world.agents]
+        for k, q in enumerate(self.queue):
+            for i in q:
+                c, ends[k] = self._cost(ends[k], env.episode.checklist[i])
+                load[k] += c
+        jobs = sorted(pending, key=lambda i: -self._cost(ends[0], env.episode.checklist[i])[0])
+        for i in jobs:
+            atom = env.episode.checklist[i]
+            able = [k for k in range(len(self.agents)) if self._able(k, atom)] or list(range(len(self.agents)))
+            options = sorted(able, key=lambda k: load[k] + self._cost(ends[k], atom)[0])
+            team = options[:2] if self._heavy(atom) and len(options) >= 2 else options[:1]
+            for k in team:
+                c, ends[k] = self._cost(ends[k], atom)
+                load[k] += c
+                self.queue[k].append(i)
+            self.assigned[i] = team
+
+    def _able(self, k: int, atom: Atom) -> bool:
+        """Whether agent ``k``'s capabilities allow the skills ``atom`` is likely to need."""
+        cannot = self.env.task.capability(k).cannot
+        if not cannot:
+            return True
+        world = self.world
+        needs = {"inside": {"pickup", "put"}, "isToggled": {"toggle_on", "toggle_off"},
+                 "isSliced": {"pickup", "slice"}}.get(atom.predicate, {"pickup", "put", "toggle_on"})
+        if self._heavy(atom):
+            needs = {"lift", "put"}
+        subject = world.index_of.get(atom.subject, -1)
+        target = world.index_of.get(atom.target or "", -1)
+        if (subject >= 0 and world.enclosed(subject)) or atom.predicate != "inside" or (
+            target >= 0 and world.specs[target].openable
+        ) or (target < 0 and any(s.openable for s in world.specs if s.object_type == atom.target)):
+            needs = needs | {"open"}
+        return not (needs & cannot)
+
+    def _heavy(self, atom: Atom) -> bool:
+        index = self.world.index_of.get(atom.subject, -1)
+        return index in self.env.episode.heavy
+
+    # ------------------------------------------------------------------ acting
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        env = self.env
+        for i, ok in enumerate(env.satisfied):
+            if ok and i in self.assigned:
+                for k in self.assigned.pop(i):
+                    self.queue[k] = [j for j in self.queue[k] if j != i]
+        self._assign()
+        actions = {}
+        deciding = [k for k, a in enumerate(self.agents) if observations[a]["needs_decision"]]
+        for k in deciding:
+            name = self.agents[k]
+            if not observations[name]["last_success"] and self.queue[k]:
+                key = (k, self.queue[k][0])
+                self.failures[key] = self.failures.get(key, 0) + 1
+                if self.failures[key] > GIVE_UP_AFTER * 3:
+                    self._drop(self.queue[k][0])
+            actions[name] = self._next(k, deciding) or "wait"
+        return actions
+
+    def _drop(self, i: int) -> None:
+        self.dropped.add(i)
+        for k in self.assigned.pop(i, []):
+            self.queue[k] = [j for j in self.queue[k] if j != i]
+
+    def _next(self, k: int, deciding: list[int]) -> str | None:
+        env = self.env
+        cannot = env.task.capability(k).cannot
+        while self.queue[k]:
+            i = self.queue[k][0]
+            if env.satisfied[i]:
+                self.queue[k].pop(0)
+                continue
+            atom = env.episode.checklist[i]
+            step = self._recipe(k, atom, i, deciding)
+            if step is not None and step.split()[0] in cannot:
+                self._hand_back(k, i)
+                continue
+            if step is not None:
+                return step
+            self._drop(i)
+        held = self.world.agents[k].held
+        if held >= 0 and not all(env.satisfied):
+            return self._free_hands(k) or "wait"
+        if all(env.satisfied):
+            return "done"
+        return self._make_room(k)
+
+    def _hand_back(self, k: int, i: int) -> None:
+        """Agent ``k`` cannot do atom ``i``: give it to the others."""
+        self.queue[k] = [j for j in self.queue[k] if j != i]
+        team = [j for j in self.assigned.pop(i, []) if j != k]
+        others = [j for j in range(len(self.agents)) if j != k and j not in team]
+        if others or team:
+            helper = (team or others)[0]
+            self.queue[helper].append(i)
+            self.assigned[i] = [helper, *team[1:]] if team else [helper]
+        else:
+            self._drop(i)
+
+    def _make_room(self, k: int) -> str:
+        """An idle agent near a busy one walks off to look around, so it blocks nobody."""
+        world = self.world
+        a = world.agents[k]
+        for j, b in enumerate(world.agents):
+            if j != k and self.queue[j] and abs(a.i - b.i) + abs(a.j - b.j) <= 3:
+                return "explore"
+        return "wait"
+
+    # ------------------------------------------------------------------ recipes
+    def _recipe(self, k: int, atom: Atom, i: int, deciding: list[int]) -> str | None:
+        p = atom.predicate
+        if p == "inside":
+            return self._transport(k, atom, i, deciding)
+        if p == "isToggled":
+            index = self.world.index_of[atom.subject]
+            return self._reach(k, index) or f"{'toggle_on' if atom.value else 'toggle_off'} {atom.subject}"
+        if p == "isSliced":
+            return self._slice(k, self._subject(k, atom))
+        if p == "isCooked":
+            return self._cook(k, atom)
+        if p == "filledWith":
+            return self._brew(k, atom)
+        return None
+
+    def _subject(self, k: int, atom: Atom) -> int:
+        """The object an atom is about (for type-level atoms: an unsatisfied, free instance)."""
+        world = self.world
+        if not atom.at_least:
+            return world.index_of[atom.subject]
+        mine = self.claimed.get(k, -1)
+        if mine >= 0 and world.objs[mine].active and world.specs[mine].object_type == atom.subject \
+                and not holds_for(world, atom.predicate, mine, atom.target):
+            return mine
+        taken = {v for a, v in self.claimed.items() if a != k}
+        for s in world.specs:
+            if (s.object_type == atom.subject and world.objs[s.index].active and s.index not in taken
+                    and world.carrier(s.index) in (-1, k)
+                    and not holds_for(world, atom.predicate, s.index, atom.target)):
+                self.claimed[k] = s.index
+                return s.index
+        return -1
+
+    def _reach(self, k: int, index: int) -> str | None:
+        """The step towards being able to act on ``index`` (None when it is in reach)."""
+        world = self.world
+        if world.carrier(index) == k:
+            return None
+        if world.enclosed(index):
+            container = next(p for p in world.ancestors(index)
+                             if world.specs[p].openable and not world.objs[p].is_open)
+            if world.visible(k, container):
+                return f"open {world.specs[container].object_id}"
+            return f"navigate {world.specs[container].object_id}"
+        if not world.visible(k, index):
+            return f"navigate {world.specs[index].object_id}"
+        return None
+
+    def _holding(self, k: int) -> int:
+        return self.world.agents[k].held
+
+    def _free_hands(self, k: int, keep: int = -1) -> str | None:
+        """A step towards putting down whatever agent ``k`` holds (unless it is ``keep``)."""
+        world = self.world
+        held = self._holding(k)
+        if held < 0 or held == keep:
+            return None
+        kind = world.specs[held].object_type
+        spots = [s.index for s in world.specs
+                 if s.receptacle and not s.pickupable and world.objs[s.index].active
+                 and not (s.openable and not world.objs[s.index].is_open)
+                 and world.facts.accepts(s.object_type, kind) and s.object_type != "Floor"]
+        if not spots:
+            return None
+        a = world.agents[k]
+        spot = min(spots, key=lambda r: (not world.visible(k, r),
+                                         abs(self._cell(r)[0] - a.i) + abs(self._cell(r)[1] - a.j)))
+        oid = world.specs[spot].object_id
+        return f"put {oid}" if world.visible(k, spot) else f"navigate {oid}"
+
+    def _target_receptacle(self, atom: Atom, near: tuple[int, int]) -> int:
+        world = self.world
+        if atom.target is None:
+            return -1
+        if "|" in atom.target:
+            return world.index_of.get(atom.target, -1)
+        options = [s.index for s in world.specs if s.object_type == atom.target and world.objs[s.index].active]
+        if not options:
+            return -1
+        return min(options, key=lambda r: abs(self._cell(r)[0] - near[0]) + abs(self._cell(r)[1] - near[1]))
+
+    def _deliver(self, k: int, receptacle: int) -> str:
+        world = self.world
+        oid = world.specs[receptacle].object_id
+        if world.specs[receptacle].openable and not world.objs[receptacle].is_open:
+            return f"open {oid}" if world.visible(k, receptacle) else f"navigate {oid}"
+        return f"put {oid}" if world.visible(k, receptacle) else f"navigate {oid}"
+
+    def _transport(self, k: int, atom: Atom, i: int, deciding: list[int]) -> str | None:
+        world = self.world
+        subject = world.index_of[atom.subject]
+        carrier = world.carrier(subject)
+        if carrier == k:
+            a = world.agents[k]
+            target = self._target_receptacle(atom, (a.i, a.j))
+            return self._deliver(k, target) if target >= 0 else None
+        team = self.assigned.get(i, [k])
+        if carrier >= 0:
+            return "wait" if carrier in team else "wait"
+        step = self._free_hands(k) or self._reach(k, subject)
+        if step is not None:
+            return step
+        if subject not in self.env.episode.heavy:
+            return f"pickup {atom.subject}"
+        partners = [j for j in team if j != k]
+        if not partners:
+            return "wait"
+        j = partners[0]
+        partner_ready = (j in deciding and world.visible(j, subject) and world.agents[j].held < 0)
+        return f"lift {atom.subject}" if partner_ready else "wait"
+
+    def _tool(self, k: int) -> int:
+        world = self.world
+        tools = [s.index for s in world.specs if s.object_type in world.facts.slicing_tools
+                 and world.objs[s.index].active and world.carrier(s.index) in (-1, k)]
+        if not tools:
+            return -1
+        a = world.agents[k]
+        return min(tools, key=lambda t: abs(self._cell(t)[0] - a.i) + abs(self._cell(t)[1] - a.j))
+
+    def _slice(self, k: int, index: int) -> str | None:
+        world = self.world
+        if index < 0 or world.objs[index].is_sliced:
+            return None
+        held = self._holding(k)
+        if held < 0 or world.specs[held].object_type not in world.facts.slicing_tools:
+            step = self._free_hands(k)
+            if step is not None:
+                return step
+            tool = self._tool(k)
+            if tool < 0:
+                return "wait"
+            return self._reach(k, tool) or f"pickup {world.specs[tool].object_id}"
+        return self._reach(k, index) or f"slice {world.specs[index].object_id}"
+
+    def _cook(self, k: int, atom: Atom) -> str | None:
+        world = self.world
+        index = self._subject(k, atom)
+        if index < 0:
+            source = next((s.index for s in world.specs if s.sliceable and world.objs[s.index].active
+                           and f"{s.object_type}Sliced" == atom.subject
+                           and not world.objs[s.index].is_sliced), -1)
+            return None if source < 0 else self._slice(k, source)
+        a = world.agents[k]
+        heater_type = HEAT_FOR.get(atom.subject, "Microwave")
+        heater = self._target_receptacle(Atom("inside", "", heater_type, True), (a.i, a.j))
+        if heater < 0:
+            return None
+        return self._heat(k, index, heater)
+
+    def _heat(self, k: int, index: int, appliance: int) -> str | None:
+        """Put ``index`` into ``appliance`` and switch it on (cooking, toasting, brewing)."""
+        world = self.world
+        if world.objs[index].parent == appliance and world.carrier(index) < 0:
+            if world.objs[appliance].is_toggled:
+                return None
+            return self._reach(k, appliance) or f"toggle_on {world.specs[appliance].object_id}"
+        if self._holding(k) != index:
+            step = self._free_hands(k)
+            if step is not None:
+                return step
+            return self._reach(k, index) or f"pickup {world.specs[index].object_id}"
+        return self._deliver(k, appliance)
+
+    def _brew(self, k: int, atom: Atom) -> str | None:
+        world = self.world
+        index = self._subject(k, atom)
+        if index < 0:
+            return None
+        machine = self._target_receptacle(Atom("inside", "", "CoffeeMachine", True), self._cell(index))
+        return None if machine < 0 else self._heat(k, index, machine)

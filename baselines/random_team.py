@@ -1,0 +1,41 @@
+"""The ``random`` team: every agent picks a random valid skill on an object it sees.
+
+It is the lower reference: it can only succeed by chance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmark.env.grammar import PLAIN_SKILLS, TARGETED_SKILLS
+
+
+class RandomTeam:
+    """Independent uniformly random skills, seeded (``seed``) for reproducible runs."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+        self.rng = np.random.default_rng(self.seed)
+        self.agents = agent_ids
+
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        actions = {}
+        for name in self.agents:
+            obs = observations[name]
+            if not obs["needs_decision"]:
+                continue
+            seen = [o["objectId"] for o in obs["visible"]]
+            choices = [s for s in TARGETED_SKILLS if seen] + [s for s in PLAIN_SKILLS if s != "done"]
+            skill = choices[int(self.rng.integers(len(choices)))]
+            if skill in TARGETED_SKILLS:
+                actions[name] = f"{skill} {seen[int(self.rng.integers(len(seen)))]}"
+            else:
+                actions[name] = skill
+        return actions
+
+    def close(self) -> None:
+        """Nothing to release."""

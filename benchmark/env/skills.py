@@ -1,0 +1,199 @@
+"""Skills run over ticks: each tick a running skill issues one primitive simulator action.
+
+``navigate`` walks one cell per tick along a shortest path (turning and stepping in the same
+tick) to a pose from which the target is seen, re-planning around other agents and waiting when
+they block every route; after ``PATIENCE`` blocked ticks it gives up. ``explore`` walks to the
+nearest cell the agent has not stood on and looks around. Object skills take one tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchmark.sim.planning import Pose, shortest_path
+from benchmark.sim.scene import GRID_SIZE
+from benchmark.sim.world import HEADINGS, ActionResult, World
+
+PATIENCE = 6
+DETOUR = 6
+SLACK = 12
+SCAN_HORIZON = 30
+
+PRIMITIVE_OF = {
+    "pickup": "PickupObject",
+    "put": "PutObject",
+    "open": "OpenObject",
+    "close": "CloseObject",
+    "toggle_on": "ToggleObjectOn",
+    "toggle_off": "ToggleObjectOff",
+    "slice": "SliceObject",
+}
+
+
+def _teleport(i: int, j: int, rotation: int, horizon: float) -> dict:
+    return {"action": "Teleport", "position": {"x": i * GRID_SIZE, "z": j * GRID_SIZE},
+            "rotation": rotation, "horizon": horizon}
+
+
+def _heading(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return next(r for r, d in HEADINGS.items() if d == (b[0] - a[0], b[1] - a[1]))
+
+
+@dataclass
+class Skill:
+    """A running skill of one agent.
+
+    Attributes:
+        name, target: the skill and its objectId (None for plain skills).
+        ticks: ticks spent so far; blocked: ticks spent blocked by other agents.
+        finished, success, feedback: the outcome, once finished.
+        primitive: for one-tick skills, the simulator action to issue.
+    """
+
+    name: str
+    target: str | None = None
+    ticks: int = 0
+    blocked: int = 0
+    finished: bool = False
+    success: bool = False
+    feedback: str = ""
+    primitive: dict | None = field(default=None, repr=False)
+    delay: int = 0  # ticks to spend talking before the skill starts
+
+    def finish(self, success: bool, feedback: str) -> None:
+        self.finished, self.success, self.feedback = True, success, feedback
+
+    def next_action(self, world: World, agent: int) -> dict | None:
+        """The primitive action for this tick (None: stand still)."""
+        return self.primitive
+
+    def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
+        """Update after the tick; ``result`` is None when no primitive was issued."""
+        self.ticks += 1
+        if result is None:
+            self.finish(True, "ok")
+        else:
+            self.finish(result.success, "ok" if result.success else result.error)
+
+
+@dataclass
+class Navigate(Skill):
+    """Walk to a pose that sees ``target``. ``poses`` are the candidate poses (grid-wide).
+
+    The route is the shortest path ignoring other agents; when an agent with a higher index
+    stands on the next cell, a detour of at most ``DETOUR`` extra cells around it is taken;
+    otherwise the agent waits (a blocked tick), and lower indices have the right of way. It gives up after ``PATIENCE`` blocked ticks in a row, or when the
+    walk takes more than twice its planned length plus ``SLACK`` ticks.
+    """
+
+    poses: list[Pose] = field(default_factory=list, repr=False)
+    goal: Pose | None = None
+    budget: int = -1
+    wanted: tuple[int, int] | None = None  # the occupied cell it waits for, if blocked
+    plan: list[tuple[int, int]] = field(default_factory=list, repr=False)  # cells still to walk
+
+    def next_action(self, world: World, agent: int) -> dict | None:
+        a = world.agents[agent]
+        here = (a.i, a.j)
+        self.wanted = None
+        cells = {(p.i, p.j) for p in self.poses}
+        free = {c for c in cells if world.occupied.get(c, agent) == agent}
+        if here in cells:
+            self.goal = min(
+                (p for p in self.poses if (p.i, p.j) == here),
+                key=lambda p: ((p.rotation - a.rotation) % 360 != 0, abs(p.horizon - a.horizon)),
+            )
+            return _teleport(a.i, a.j, self.goal.rotation, self.goal.horizon)
+        targets = free or cells
+        plan = self.plan
+        if not plan or plan[-1] not in targets or world.occupied.get(plan[0], agent) != agent:
+            plan = shortest_path(world, here, targets, avoid_agents=False)
+            if plan is None:
+                self.goal = None
+                return None
+            if self.budget < 0:
+                self.budget = 2 * len(plan) + SLACK
+            blocker = world.occupied.get(plan[0], agent)
+            if blocker != agent:
+                # Lower indices have the right of way: yield to them, walk around the others.
+                detour = shortest_path(world, here, targets, exclude=agent) if blocker > agent else None
+                if not detour or len(detour) > len(plan) + DETOUR:
+                    self.goal = None
+                    self.wanted = plan[0]
+                    self.plan = []
+                    return None
+                plan = detour
+        self.plan = plan
+        route = plan
+        nxt = route[0]
+        if len(route) == 1:
+            self.goal = min((p for p in self.poses if (p.i, p.j) == nxt),
+                            key=lambda p: ((p.rotation - _heading(here, nxt)) % 360 != 0, abs(p.horizon)))
+            return _teleport(*nxt, self.goal.rotation, self.goal.horizon)
+        self.goal = None
+        return _teleport(*nxt, _heading(here, nxt), a.horizon)
+
+    def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
+        self.ticks += 1
+        if result is None or not result.success:
+            self.blocked += 1
+            self.streak += 1
+            if self.streak > PATIENCE:
+                self.finish(False, f"navigate {self.target} failed: blocked by other agents")
+            elif self.goal is None and result is None and self.budget < 0:
+                self.finish(False, f"navigate {self.target} failed: no way there")
+            return
+        self.streak = 0
+        a = world.agents[agent]
+        if self.plan and (a.i, a.j) == self.plan[0]:
+            self.plan = self.plan[1:]
+        if self.goal is not None and (a.i, a.j, a.rotation, a.horizon) == tuple(self.goal):
+            self.finish(True, f"arrived where {self.target} is in view")
+        elif 0 <= self.budget < self.ticks:
+            self.finish(False, f"navigate {self.target} failed: took too long (other agents in the way)")
+
+    streak: int = 0
+
+
+@dataclass
+class Explore(Skill):
+    """Walk to the nearest cell not yet stood on, then look around (three quarter turns)."""
+
+    visited: set[tuple[int, int]] = field(default_factory=set, repr=False)
+    scans_left: int = 3
+    arrived: bool = False
+    destination: tuple[int, int] | None = None
+
+    def next_action(self, world: World, agent: int) -> dict | None:
+        a = world.agents[agent]
+        here = (a.i, a.j)
+        if self.destination is None:
+            unvisited = set(world.scene.reachable) - self.visited - {here}
+            path = shortest_path(world, here, unvisited, exclude=agent) if unvisited else None
+            if path is None:
+                self.finish(True, "nothing left to explore")
+                return None
+            self.destination = path[-1] if path else here
+        if here != self.destination:
+            path = shortest_path(world, here, {self.destination}, exclude=agent)
+            if not path:
+                return None
+            return _teleport(*path[0], _heading(here, path[0]), SCAN_HORIZON)
+        return {"action": "RotateRight"}
+
+    def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
+        self.ticks += 1
+        if self.finished:
+            return
+        if result is None or not result.success:
+            self.blocked += 1
+            if self.blocked > PATIENCE:
+                self.finish(False, "explore failed: blocked by other agents")
+            return
+        a = world.agents[agent]
+        if (a.i, a.j) == self.destination:
+            if self.arrived:
+                self.scans_left -= 1
+            self.arrived = True
+            if self.scans_left <= 0:
+                self.finish(True, "explored")

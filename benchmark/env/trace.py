@@ -1,0 +1,124 @@
+"""Episode traces: everything needed to replay an episode, and the replay itself.
+
+A trace is a JSON-serialisable dict: versions, the episode config, the checklist, every
+decision (the agents' action texts at each decision point), every message, a compact per-tick
+record (each agent's primitive action and whether it succeeded, credited atoms), and the final
+outcome. Its ``trace_hash`` is the SHA-256 of its canonical JSON without the hash itself.
+:func:`replay` re-executes the decisions and must reproduce the checklist and the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchmark import __version__
+from benchmark.sim.scene_build import SCENE_FORMAT
+
+if TYPE_CHECKING:
+    from benchmark.env.collab_env import CollabEnv
+
+TRACE_FORMAT = 1
+
+
+def trace_hash(trace: dict[str, Any]) -> str:
+    body = {k: v for k, v in trace.items() if k != "trace_hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class TraceRecorder:
+    """Builds the trace of one episode as it runs."""
+
+    def __init__(self, env: CollabEnv) -> None:
+        self.env = env
+        ep = env.episode
+        assert ep is not None
+        self.trace: dict[str, Any] = {
+            "format": TRACE_FORMAT,
+            "versions": {"benchmark": __version__, "task": ep.task.id, "scene_format": SCENE_FORMAT},
+            "config": {
+                "task": ep.task.id, "scene": ep.scene, "n_agents": ep.n_agents, "seed": ep.seed,
+                "options": asdict(env.options),
+            },
+            "instruction": env.instruction,
+            "checklist": [a.key for a in ep.checklist],
+            "initially_satisfied": [bool(s) for s in env.satisfied],
+            "decisions": [],
+            "skills": [],
+            "messages": [],
+            "ticks": [],
+            "atoms": [],
+        }
+
+    def decisions(self, tick: int, actions: dict[str, str]) -> None:
+        self.trace["decisions"].append({"tick": tick, "actions": dict(actions)})
+
+    def skill(self, tick: int, agent: str, name: str, target: str | None, accepted: bool) -> None:
+        self.trace["skills"].append(
+            {"tick": tick, "agent": agent, "skill": name, "target": target, "accepted": accepted}
+        )
+
+    def atom(self, tick: int, agent: str, index: int, satisfied: bool) -> None:
+        self.trace["atoms"].append({"tick": tick, "agent": agent, "atom": index, "satisfied": satisfied})
+
+    def tick(self, tick: int, primitives: list, results: list, skills: list) -> None:
+        row = []
+        for p, r, s in zip(primitives, results, skills, strict=True):
+            row.append([
+                p["action"] if p else None,
+                None if r is None else bool(r.success),
+                None if s is None else s.name,
+            ])
+        self.trace["ticks"].append(row)
+
+    def finish(self) -> None:
+        env = self.env
+        self.trace["messages"] = [m.to_json() for m in env.postbox.log]
+        self.trace["final"] = {
+            "satisfied": [bool(s) for s in env.satisfied],
+            "success": all(env.satisfied),
+            "ticks": env.tick,
+            "decisions": {a: env.decisions[k] for k, a in enumerate(env.possible_agents)},
+            "credit": {a: env.credit[k] for k, a in enumerate(env.possible_agents)},
+            "done": {a: env.finished[k] for k, a in enumerate(env.possible_agents)},
+        }
+        self.trace["trace_hash"] = trace_hash(self.trace)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Outcome of a replay: whether the checklist and the hash match the trace's."""
+
+    ok: bool
+    checklist_matches: bool
+    hash_matches: bool
+    trace_hash: str
+    replayed_hash: str
+    satisfied: list[bool]
+
+
+def replay(trace: dict[str, Any]) -> ReplayResult:
+    """Re-execute a trace's decisions in a fresh environment and compare the outcome."""
+    from benchmark.env.collab_env import EnvOptions, make_env
+
+    for key in ("config", "decisions", "final", "trace_hash", "checklist"):
+        if key not in trace:
+            raise ValueError(f"not a trace: missing key {key!r}")
+    cfg = trace["config"]
+    env = make_env(cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"],
+                   **{k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__})
+    if [a.key for a in env.episode.checklist] != trace["checklist"]:
+        return ReplayResult(False, False, False, trace["trace_hash"], "", [])
+    for step in trace["decisions"]:
+        if not env.agents:
+            break
+        env.step(step["actions"])
+    replayed = env.recorder.trace
+    if "trace_hash" not in replayed:
+        return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
+    same_list = replayed["final"]["satisfied"] == trace["final"]["satisfied"]
+    same_hash = replayed["trace_hash"] == trace["trace_hash"]
+    return ReplayResult(same_list and same_hash, same_list, same_hash, trace["trace_hash"],
+                        replayed["trace_hash"], replayed["final"]["satisfied"])

@@ -1,0 +1,205 @@
+"""The goal language of task specs, and its grounding into a checklist of atoms.
+
+A goal is a list of clauses, each ``<quantifier>: <predicate>(<args>)[=<true|false>]``:
+
+* quantifiers: ``all`` (one atom per instance of the subject type present at the start),
+  ``any`` (one atom: at least one instance), ``count>=k`` (k atoms: the j-th holds when at least j
+  instances satisfy the predicate; for objects that only appear later, such as ``BreadSliced``);
+* predicates: ``inside(X, Y)`` and its synonym ``on(X, Y)`` (X rests in or on Y, directly or
+  nested), ``isToggled(X)``, ``isOpen(X)``, ``isSliced(X)``, ``isCooked(X)``, ``isDirty(X)``,
+  ``isFilledWithLiquid(X)``, ``filledWith(X, coffee|wine|water)``;
+* arguments: an object type (``Apple``), an objectId (``Apple|-00.47|+01.15|+00.48``), or
+  ``@home`` as the second argument of ``inside``: the receptacle the object rests in in the
+  recorded scene (for rearrangement; instances recorded in no receptacle are left out).
+
+>>> parse_clause("all: inside(Apple, Fridge)")
+Clause(quantifier='all', count=0, predicate='inside', subject='Apple', target='Fridge', value=True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmark.sim.state_changes import LIQUIDS
+from benchmark.sim.world import World
+
+UNARY = {
+    "isToggled": "is_toggled",
+    "isOpen": "is_open",
+    "isSliced": "is_sliced",
+    "isCooked": "is_cooked",
+    "isDirty": "is_dirty",
+    "isFilledWithLiquid": "is_filled",
+}
+BINARY = ("inside", "on", "filledWith")
+HOME = "@home"
+_CLAUSE = re.compile(
+    r"^\s*(?P<q>all|any|count\s*>=\s*(?P<k>\d+))\s*:\s*(?P<p>[A-Za-z]+)\s*\((?P<args>[^)]*)\)"
+    r"\s*(?:=\s*(?P<v>true|false))?\s*$"
+)
+
+
+class GoalError(ValueError):
+    """A goal clause is malformed; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One parsed goal clause (see the module docstring)."""
+
+    quantifier: str  # all | any | count
+    count: int  # k for count>=k, else 0
+    predicate: str
+    subject: str  # object type or objectId
+    target: str | None  # second argument, if any
+    value: bool
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One checklist item grounded on an episode.
+
+    ``subject`` is an objectId, or a type when ``at_least`` > 0 (the atom then holds when at
+    least ``at_least`` objects of that type satisfy the predicate).
+    """
+
+    predicate: str
+    subject: str
+    target: str | None
+    value: bool
+    at_least: int = 0
+
+    @property
+    def key(self) -> str:
+        """A stable, readable identifier, e.g. ``inside(Apple|...,Fridge)=true``."""
+        args = self.subject if self.target is None else f"{self.subject},{self.target}"
+        head = f"#{self.at_least} " if self.at_least else ""
+        return f"{head}{self.predicate}({args})={str(self.value).lower()}"
+
+
+def parse_clause(text: str) -> Clause:
+    """Parse one clause; raises GoalError naming what is wrong."""
+    if not isinstance(text, str):
+        raise GoalError(f"a goal clause must be a string like 'all: inside(Apple, Fridge)', got {text!r}")
+    m = _CLAUSE.match(text)
+    if m is None:
+        raise GoalError(
+            f"cannot parse goal clause {text!r}: expected '<all|any|count>=k>: predicate(args)[=true|false]'"
+        )
+    predicate = m.group("p")
+    args = [a.strip() for a in m.group("args").split(",") if a.strip()]
+    if predicate in UNARY:
+        if len(args) != 1:
+            raise GoalError(f"{predicate} takes one argument, got {len(args)} in {text!r}")
+    elif predicate in BINARY:
+        if len(args) != 2:
+            raise GoalError(f"{predicate} takes two arguments, got {len(args)} in {text!r}")
+        if predicate == "filledWith" and args[1] not in LIQUIDS:
+            raise GoalError(f"filledWith's liquid must be one of {list(LIQUIDS)} in {text!r}")
+    else:
+        raise GoalError(
+            f"unknown predicate {predicate!r} in {text!r}; valid: {sorted([*UNARY, *BINARY])}"
+        )
+    if HOME in args[:1] or (HOME in args and predicate not in ("inside", "on")):
+        raise GoalError(f"{HOME} may only be the second argument of inside/on in {text!r}")
+    q = m.group("q")
+    count = int(m.group("k")) if m.group("k") else 0
+    if q.startswith("count") and count < 1:
+        raise GoalError(f"count>=k needs k >= 1 in {text!r}")
+    return Clause(
+        quantifier="count" if count else q,
+        count=count,
+        predicate="inside" if predicate == "on" else predicate,
+        subject=args[0],
+        target=args[1] if len(args) == 2 else None,
+        value=m.group("v") != "false",
+    )
+
+
+def _matches(world: World, index: int, ref: str) -> bool:
+    spec = world.specs[index]
+    return spec.object_id == ref if "|" in ref else spec.object_type == ref
+
+
+def holds_for(world: World, predicate: str, index: int, target: str | None) -> bool:
+    """Whether the predicate is true of object ``index`` now (value ``true``)."""
+    st = world.objs[index]
+    if not st.active and predicate != "isSliced":
+        return False
+    if predicate in UNARY:
+        return bool(getattr(st, UNARY[predicate]))
+    if predicate == "filledWith":
+        return st.is_filled and st.fill_liquid == target
+    if world.carrier(index) >= 0:
+        return False
+    return any(_matches(world, p, target) for p in world.ancestors(index))  # type: ignore[arg-type]
+
+
+def holds(world: World, atom: Atom) -> bool:
+    """Evaluate one atom on the current state."""
+    if atom.at_least:
+        n = sum(
+            1 for s in world.specs
+            if s.object_type == atom.subject
+            and holds_for(world, atom.predicate, s.index, atom.target) == atom.value
+        )
+        return n >= atom.at_least
+    index = world.index_of.get(atom.subject, -1)
+    return index >= 0 and holds_for(world, atom.predicate, index, atom.target) == atom.value
+
+
+def ground(
+    clauses: list[Clause], world: World, homes: dict[str, str],
+    reachable: Callable[[int], bool] = lambda index: True,
+) -> list[Atom]:
+    """The checklist of an episode. ``homes`` maps objectIds to their recorded receptacles;
+    ``reachable`` tells whether an agent can ever see an object (objects nobody can reach are
+    left out of ``all`` clauses, and a type-level target needs one reachable instance).
+
+    Raises GoalError if a clause has nothing to refer to in this scene.
+    """
+    atoms: list[Atom] = []
+    for c in clauses:
+        if c.target and c.predicate == "inside" and c.target != HOME:
+            targets = [s.index for s in world.specs if _matches(world, s.index, c.target)]
+            if not any(reachable(t) for t in targets):
+                raise GoalError(f"no reachable {c.target} in {world.scene.name}")
+    for c in clauses:
+        if c.quantifier == "count":
+            atoms.extend(Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1))
+            continue
+        subjects = [
+            s for s in world.specs
+            if world.objs[s.index].active and _matches(world, s.index, c.subject) and reachable(s.index)
+        ]
+        if not subjects:
+            raise GoalError(f"no {c.subject} in {world.scene.name}")
+        if c.quantifier == "any":
+            if c.target == HOME:
+                raise GoalError("'any' cannot be combined with @home")
+            atoms.append(Atom(c.predicate, c.subject, c.target, c.value, 1))
+            continue
+        if c.target == HOME:
+            # Objects recorded resting in no receptacle (or in one nobody reaches) are left out.
+            subjects = [
+                s for s in subjects
+                if s.object_id in homes and reachable(world.index_of[homes[s.object_id]])
+            ]
+            if not subjects:
+                raise GoalError(f"no {c.subject} in {world.scene.name} has a recorded receptacle")
+        for s in subjects:
+            target = homes[s.object_id] if c.target == HOME else c.target
+            atoms.append(Atom(c.predicate, s.object_id, target, c.value))
+    return atoms
+
+
+def clause_types(clause: Clause) -> set[str]:
+    """Object types a clause needs in a scene (ids and @home are checked at grounding)."""
+    out = set()
+    if "|" not in clause.subject and clause.quantifier != "count":
+        out.add(clause.subject)
+    if clause.predicate == "inside" and clause.target not in (None, HOME) and "|" not in clause.target:
+        out.add(clause.target)
+    return out

@@ -1,0 +1,94 @@
+"""Episode set-up on a fresh world: re-placing objects, hiding them, switching things on.
+
+Everything draws from the caller's ``np.random.Generator``, so a seed fixes the layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+
+from benchmark.sim.interaction import move_object, placement
+from benchmark.sim.planning import can_be_seen
+from benchmark.sim.state_changes import settle
+from benchmark.sim.world import World
+
+
+def reachable_by_sight(world: World, index: int) -> bool:
+    """Whether some standing pose on the grid sees object ``index``. Furniture never moves, so
+    its answer is cached per scene."""
+    if world.specs[index].pickupable:
+        return can_be_seen(world, index)
+    cache = world.scene.furniture_in_sight
+    if index not in cache:
+        cache[index] = can_be_seen(world, index)
+    return cache[index]
+
+
+def _receptacles(world: World, object_type: str, closed_only: bool) -> list[int]:
+    out = []
+    for spec in world.specs:
+        if not spec.receptacle or spec.pickupable or not world.objs[spec.index].active:
+            continue
+        if closed_only and not spec.openable:
+            continue
+        if world.facts.accepts(spec.object_type, object_type):
+            out.append(spec.index)
+    return out
+
+
+def relocate(
+    world: World, index: int, rng: np.random.Generator, closed_only: bool = False,
+    avoid: Collection[int] = (),
+) -> bool:
+    """Move object ``index`` into a random compatible receptacle from which it can be seen.
+
+    ``closed_only`` hides it in an openable receptacle, which is then closed. Receptacles in
+    ``avoid`` are not used. Returns False (and leaves it in place) if no receptacle works.
+    """
+    spec = world.specs[index]
+    options = [r for r in _receptacles(world, spec.object_type, closed_only) if r not in avoid]
+    for r in (options[k] for k in rng.permutation(len(options))):
+        rspec, rstate = world.specs[r], world.objs[r]
+        if not reachable_by_sight(world, r):
+            continue
+        was_open = rstate.is_open
+        if rspec.openable:
+            world.update(r, is_open=True, openness=1.0)
+        x0, x1, _, _, z0, z1 = world.box(r)
+        ax = float(rng.uniform(x0, x1))
+        az = float(rng.uniform(z0, z1))
+        old = world.objs[index]
+        move_object(world, index, r, *placement(world, r, index, ax, az))
+        if reachable_by_sight(world, index):
+            if closed_only:
+                world.update(r, is_open=False, openness=0.0)
+            elif rspec.openable and not was_open:
+                world.update(r, is_open=False, openness=0.0)
+            return True
+        move_object(world, index, old.parent, old.x, old.y, old.z)
+        if rspec.openable and not was_open:
+            world.update(r, is_open=False, openness=0.0)
+    return False
+
+
+def randomize(world: World, rng: np.random.Generator, keep: Collection[int] = ()) -> None:
+    """Re-place every pickupable object (except ``keep``) among compatible receptacles, in the
+    rearrangement-challenge style. Objects held inside a pickupable receptacle move with it."""
+    for spec in world.specs:
+        k = spec.index
+        if not spec.pickupable or k in keep or not world.objs[k].active:
+            continue
+        parent = world.objs[k].parent
+        if parent >= 0 and world.specs[parent].pickupable:
+            continue
+        relocate(world, k, rng)
+
+
+def switch_on(world: World, object_types: Collection[str]) -> None:
+    """Switch on every toggleable object of the given types, then let heat and water act."""
+    for spec in world.specs:
+        if spec.toggleable and spec.object_type in object_types:
+            world.update(spec.index, is_toggled=True)
+    settle(world)

@@ -1,0 +1,246 @@
+"""Task specs: declarative YAML files, one per versioned task id, under ``tasks/<family>/``.
+
+A file ``tasks/transport/transport_produce_fridge_v0.yaml`` defines the task
+``transport_produce_fridge_v0``. A malformed file is rejected with a :class:`TaskSpecError`
+naming the file, the field and what was expected. Adding a task needs no code change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmark.goals import Clause, GoalError, clause_types, parse_clause
+from benchmark.paths import TASKS_DIR
+from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
+from benchmark.sim.facts import scene_splits
+from benchmark.sim.scene import object_type_counts
+
+FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch-off")
+AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
+SKILLS = ("navigate", "pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice", "lift",
+          "explore", "wait", "done")
+_ID = re.compile(r"^[a-z][a-z0-9_]*_v\d+$")
+_TOP_FIELDS = {"id", "family", "instructions", "scenes", "agents", "capabilities", "limits", "setup",
+               "goal", "description"}
+_SETUP_FIELDS = {"randomize", "hide", "displace", "switch_on", "heavy"}
+
+
+class TaskSpecError(ValueError):
+    """A task file is malformed."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """An agent profile: the skills it cannot use."""
+
+    name: str
+    cannot: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How an episode's initial state is varied from the recorded scene.
+
+    Attributes:
+        randomize: re-place every pickupable object among compatible receptacles.
+        hide: types put inside closed receptacles (search tasks).
+        displace: types moved away from their recorded receptacle (rearrange tasks).
+        switch_on: toggleable types switched on at the start (switch-off tasks).
+        heavy: types only a joint ``lift`` by two agents can pick up (heavy-lift tasks).
+    """
+
+    randomize: bool = True
+    hide: tuple[str, ...] = ()
+    displace: tuple[str, ...] = ()
+    switch_on: tuple[str, ...] = ()
+    heavy: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One versioned task. See ``tasks/README.md`` for the file format."""
+
+    id: str
+    family: str
+    instructions: dict[str, str]
+    room_types: tuple[str, ...]
+    scene_list: tuple[str, ...]
+    min_agents: int
+    max_agents: int
+    capabilities: tuple[Capability, ...]
+    max_ticks: int
+    max_decisions: int
+    setup: Setup
+    goal: tuple[Clause, ...]
+    path: str = field(default="", compare=False)
+
+    @property
+    def version(self) -> int:
+        return int(self.id.rsplit("_v", 1)[1])
+
+    def candidate_scenes(self) -> list[str]:
+        if self.scene_list:
+            return list(self.scene_list)
+        return [s for rt in self.room_types for s in ithor_scenes(rt)]
+
+    def eligible_scenes(self, split: str | None = None) -> list[str]:
+        """Candidate scenes (optionally within a split) holding every type the goal names."""
+        needed = set().union(*(clause_types(c) for c in self.goal)) | set(self.setup.heavy)
+        allowed = None
+        if split is not None:
+            splits = scene_splits()
+            if split not in splits:
+                raise ValueError(f"unknown split {split!r}; valid splits are {sorted(splits)}")
+            allowed = set(splits[split])
+        return [
+            s for s in self.candidate_scenes()
+            if (allowed is None or s in allowed) and needed <= set(object_type_counts(s))
+        ]
+
+    def capability(self, agent_index: int) -> Capability:
+        """Agent i's profile (profiles repeat over the agents; none means unrestricted)."""
+        if not self.capabilities:
+            return Capability("default")
+        return self.capabilities[agent_index % len(self.capabilities)]
+
+
+def _fail(path: Path, fieldname: str, expected: str, got: Any = None) -> TaskSpecError:
+    suffix = "" if got is None else f", got {got!r}"
+    return TaskSpecError(f"{path}: field '{fieldname}': expected {expected}{suffix}")
+
+
+def _str_list(path: Path, name: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(path, name, "a list of strings", value)
+    return tuple(value)
+
+
+def _positive_int(path: Path, name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _fail(path, name, "a positive integer", value)
+    return value
+
+
+def parse_task(data: Any, path: Path) -> TaskSpec:
+    """Validate a task file's content; raises TaskSpecError naming the file and field."""
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{path}: expected a mapping at the top level")
+    unknown = sorted(set(data) - _TOP_FIELDS)
+    if unknown:
+        raise _fail(path, unknown[0], f"one of {sorted(_TOP_FIELDS)} (unknown field)")
+    task_id = data.get("id")
+    if not isinstance(task_id, str) or not _ID.match(task_id):
+        raise _fail(path, "id", "a lower-case id ending in _v<version>, e.g. transport_apples_v0", task_id)
+    if path.stem != task_id:
+        raise _fail(path, "id", f"the file name {path.stem!r}", task_id)
+    family = data.get("family")
+    if family not in FAMILIES:
+        raise _fail(path, "family", f"one of {list(FAMILIES)}", family)
+    instructions = data.get("instructions")
+    if not isinstance(instructions, dict) or set(instructions) != set(AMBIGUITY_LEVELS) or not all(
+        isinstance(v, str) and v.strip() for v in instructions.values()
+    ):
+        raise _fail(path, "instructions", f"a non-empty phrasing for each of {list(AMBIGUITY_LEVELS)}")
+    scenes = data.get("scenes")
+    room_types: tuple[str, ...] = ()
+    scene_list: tuple[str, ...] = ()
+    valid_rooms = [r for r, _ in ROOM_TYPES]
+    if isinstance(scenes, dict) and set(scenes) == {"room_types"}:
+        room_types = _str_list(path, "scenes.room_types", scenes["room_types"])
+        bad = [r for r in room_types if r not in valid_rooms]
+        if bad or not room_types:
+            raise _fail(path, "scenes.room_types", f"a non-empty list from {valid_rooms}", bad or room_types)
+    elif isinstance(scenes, dict) and set(scenes) == {"list"}:
+        try:
+            scene_list = tuple(normalize_scene(s) for s in _str_list(path, "scenes.list", scenes["list"]))
+        except ValueError as err:
+            raise _fail(path, "scenes.list", "iTHOR scene names") from err
+        if not scene_list:
+            raise _fail(path, "scenes.list", "at least one scene")
+    else:
+        raise _fail(path, "scenes", "a mapping with either 'room_types' or 'list'", scenes)
+    agents = data.get("agents")
+    if not isinstance(agents, dict) or set(agents) != {"min", "max"}:
+        raise _fail(path, "agents", "a mapping with 'min' and 'max'", agents)
+    lo, hi = _positive_int(path, "agents.min", agents["min"]), _positive_int(path, "agents.max", agents["max"])
+    if not lo <= hi <= 5:
+        raise _fail(path, "agents", "1 <= min <= max <= 5", agents)
+    caps = []
+    for k, cap in enumerate(data.get("capabilities") or []):
+        if not isinstance(cap, dict) or not isinstance(cap.get("name"), str) or set(cap) - {"name", "cannot"}:
+            raise _fail(path, f"capabilities[{k}]", "a mapping with 'name' and optional 'cannot'", cap)
+        cannot = _str_list(path, f"capabilities[{k}].cannot", cap.get("cannot"))
+        bad = [s for s in cannot if s not in SKILLS]
+        if bad:
+            raise _fail(path, f"capabilities[{k}].cannot", f"skills from {list(SKILLS)}", bad)
+        caps.append(Capability(cap["name"], frozenset(cannot)))
+    limits = data.get("limits")
+    if not isinstance(limits, dict) or set(limits) != {"ticks", "decisions"}:
+        raise _fail(path, "limits", "a mapping with 'ticks' and 'decisions'", limits)
+    setup_data = data.get("setup") or {}
+    if not isinstance(setup_data, dict) or set(setup_data) - _SETUP_FIELDS:
+        raise _fail(path, "setup", f"a mapping with keys from {sorted(_SETUP_FIELDS)}", setup_data)
+    randomize = setup_data.get("randomize", True)
+    if not isinstance(randomize, bool):
+        raise _fail(path, "setup.randomize", "true or false", randomize)
+    setup = Setup(
+        randomize=randomize,
+        **{k: _str_list(path, f"setup.{k}", setup_data.get(k)) for k in _SETUP_FIELDS - {"randomize"}},
+    )
+    goal_data = data.get("goal")
+    if not isinstance(goal_data, list) or not goal_data:
+        raise _fail(path, "goal", "a non-empty list of clauses like 'all: inside(Apple, Fridge)'", goal_data)
+    goal = []
+    for k, text in enumerate(goal_data):
+        try:
+            goal.append(parse_clause(text))
+        except GoalError as err:
+            raise TaskSpecError(f"{path}: field 'goal[{k}]': {err}") from err
+    return TaskSpec(
+        id=task_id, family=family, instructions=dict(instructions), room_types=room_types,
+        scene_list=scene_list, min_agents=lo, max_agents=hi, capabilities=tuple(caps),
+        max_ticks=_positive_int(path, "limits.ticks", limits["ticks"]),
+        max_decisions=_positive_int(path, "limits.decisions", limits["decisions"]),
+        setup=setup, goal=tuple(goal), path=str(path),
+    )
+
+
+def load_task_file(path: str | Path) -> TaskSpec:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise TaskSpecError(f"{path}: not valid YAML: {err}") from err
+    except OSError as err:
+        raise TaskSpecError(f"{path}: cannot be read: {err}") from err
+    return parse_task(data, path)
+
+
+@cache
+def task_registry(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
+    """Every task under ``root``, by id. Family folders must match the tasks' families."""
+    out: dict[str, TaskSpec] = {}
+    for path in sorted(root.glob("*/*.yaml")):
+        spec = load_task_file(path)
+        if path.parent.name != spec.family:
+            raise TaskSpecError(f"{path}: field 'family': expected the folder name {path.parent.name!r}")
+        if spec.id in out:
+            raise TaskSpecError(f"{path}: field 'id': {spec.id!r} is defined twice")
+        out[spec.id] = spec
+    return out
+
+
+def load_task(task_id: str) -> TaskSpec:
+    """The task with this id; raises ValueError listing the known ids."""
+    tasks = task_registry()
+    if task_id not in tasks:
+        raise ValueError(f"unknown task {task_id!r}; known tasks are {sorted(tasks)}")
+    return tasks[task_id]
