@@ -17,8 +17,14 @@ from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
-HEAT_FOR = {"BreadSliced": "Toaster", "Potato": "Microwave", "PotatoSliced": "Microwave",
-            "EggCracked": "Microwave", "AppleSliced": "Microwave", "TomatoSliced": "Microwave"}
+HEAT_FOR = {
+    "BreadSliced": "Toaster",
+    "Potato": "Microwave",
+    "PotatoSliced": "Microwave",
+    "EggCracked": "Microwave",
+    "AppleSliced": "Microwave",
+    "TomatoSliced": "Microwave",
+}
 GIVE_UP_AFTER = 4
 
 
@@ -27,7 +33,9 @@ class OracleTeam:
 
     def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
         if "env" not in task_info:
-            raise ValueError("the oracle needs full observability (env option observability='full')")
+            raise ValueError(
+                "the oracle needs full observability (env option observability='full')"
+            )
         self.env = task_info["env"]
         self.agents = agent_ids
         self.assigned: dict[int, list[int]] = {}  # atom -> agents
@@ -66,8 +74,11 @@ class OracleTeam:
 
     def _assign(self) -> None:
         env, world = self.env, self.world
-        pending = [i for i, a in enumerate(env.episode.checklist)
-                   if not env.satisfied[i] and i not in self.assigned and i not in self.dropped]
+        pending = [
+            i
+            for i, a in enumerate(env.episode.checklist)
+            if not env.satisfied[i] and i not in self.assigned and i not in self.dropped
+        ]
         if not pending:
             return
         load = [0.0] * len(self.agents)
@@ -79,7 +90,9 @@ class OracleTeam:
         jobs = sorted(pending, key=lambda i: -self._cost(ends[0], env.episode.checklist[i])[0])
         for i in jobs:
             atom = env.episode.checklist[i]
-            able = [k for k in range(len(self.agents)) if self._able(k, atom)] or list(range(len(self.agents)))
+            able = [k for k in range(len(self.agents)) if self._able(k, atom)] or list(
+                range(len(self.agents))
+            )
             options = sorted(able, key=lambda k: load[k] + self._cost(ends[k], atom)[0])
             team = options[:2] if self._heavy(atom) and len(options) >= 2 else options[:1]
             for k in team:
@@ -94,15 +107,21 @@ class OracleTeam:
         if not cannot:
             return True
         world = self.world
-        needs = {"inside": {"pickup", "put"}, "isToggled": {"toggle_on", "toggle_off"},
-                 "isSliced": {"pickup", "slice"}}.get(atom.predicate, {"pickup", "put", "toggle_on"})
+        needs = {
+            "inside": {"pickup", "put"},
+            "isToggled": {"toggle_on", "toggle_off"},
+            "isSliced": {"pickup", "slice"},
+        }.get(atom.predicate, {"pickup", "put", "toggle_on"})
         if self._heavy(atom):
             needs = {"lift", "put"}
         subject = world.index_of.get(atom.subject, -1)
         target = world.index_of.get(atom.target or "", -1)
-        if (subject >= 0 and world.enclosed(subject)) or atom.predicate != "inside" or (
-            target >= 0 and world.specs[target].openable
-        ) or (target < 0 and any(s.openable for s in world.specs if s.object_type == atom.target)):
+        if (
+            (subject >= 0 and world.enclosed(subject))
+            or atom.predicate != "inside"
+            or (target >= 0 and world.specs[target].openable)
+            or (target < 0 and any(s.openable for s in world.specs if s.object_type == atom.target))
+        ):
             needs = needs | {"open"}
         return not (needs & cannot)
 
@@ -186,7 +205,10 @@ class OracleTeam:
             return self._transport(k, atom, i, deciding)
         if p == "isToggled":
             index = self.world.index_of[atom.subject]
-            return self._reach(k, index) or f"{'toggle_on' if atom.value else 'toggle_off'} {atom.subject}"
+            return (
+                self._reach(k, index)
+                or f"{'toggle_on' if atom.value else 'toggle_off'} {atom.subject}"
+            )
         if p == "isSliced":
             return self._slice(k, self._subject(k, atom))
         if p == "isCooked":
@@ -201,14 +223,22 @@ class OracleTeam:
         if not atom.at_least:
             return world.index_of[atom.subject]
         mine = self.claimed.get(k, -1)
-        if mine >= 0 and world.objs[mine].active and world.specs[mine].object_type == atom.subject \
-                and not holds_for(world, atom.predicate, mine, atom.target):
+        if (
+            mine >= 0
+            and world.objs[mine].active
+            and world.specs[mine].object_type == atom.subject
+            and not holds_for(world, atom.predicate, mine, atom.target)
+        ):
             return mine
         taken = {v for a, v in self.claimed.items() if a != k}
         for s in world.specs:
-            if (s.object_type == atom.subject and world.objs[s.index].active and s.index not in taken
-                    and world.carrier(s.index) in (-1, k)
-                    and not holds_for(world, atom.predicate, s.index, atom.target)):
+            if (
+                s.object_type == atom.subject
+                and world.objs[s.index].active
+                and s.index not in taken
+                and world.carrier(s.index) in (-1, k)
+                and not holds_for(world, atom.predicate, s.index, atom.target)
+            ):
                 self.claimed[k] = s.index
                 return s.index
         return -1
@@ -219,8 +249,11 @@ class OracleTeam:
         if world.carrier(index) == k:
             return None
         if world.enclosed(index):
-            container = next(p for p in world.ancestors(index)
-                             if world.specs[p].openable and not world.objs[p].is_open)
+            container = next(
+                p
+                for p in world.ancestors(index)
+                if world.specs[p].openable and not world.objs[p].is_open
+            )
             if world.visible(k, container):
                 return f"open {world.specs[container].object_id}"
             return f"navigate {world.specs[container].object_id}"
@@ -238,15 +271,26 @@ class OracleTeam:
         if held < 0 or held == keep:
             return None
         kind = world.specs[held].object_type
-        spots = [s.index for s in world.specs
-                 if s.receptacle and not s.pickupable and world.objs[s.index].active
-                 and not (s.openable and not world.objs[s.index].is_open)
-                 and world.facts.accepts(s.object_type, kind) and s.object_type != "Floor"]
+        spots = [
+            s.index
+            for s in world.specs
+            if s.receptacle
+            and not s.pickupable
+            and world.objs[s.index].active
+            and not (s.openable and not world.objs[s.index].is_open)
+            and world.facts.accepts(s.object_type, kind)
+            and s.object_type != "Floor"
+        ]
         if not spots:
             return None
         a = world.agents[k]
-        spot = min(spots, key=lambda r: (not world.visible(k, r),
-                                         abs(self._cell(r)[0] - a.i) + abs(self._cell(r)[1] - a.j)))
+        spot = min(
+            spots,
+            key=lambda r: (
+                not world.visible(k, r),
+                abs(self._cell(r)[0] - a.i) + abs(self._cell(r)[1] - a.j),
+            ),
+        )
         oid = world.specs[spot].object_id
         return f"put {oid}" if world.visible(k, spot) else f"navigate {oid}"
 
@@ -256,10 +300,16 @@ class OracleTeam:
             return -1
         if "|" in atom.target:
             return world.index_of.get(atom.target, -1)
-        options = [s.index for s in world.specs if s.object_type == atom.target and world.objs[s.index].active]
+        options = [
+            s.index
+            for s in world.specs
+            if s.object_type == atom.target and world.objs[s.index].active
+        ]
         if not options:
             return -1
-        return min(options, key=lambda r: abs(self._cell(r)[0] - near[0]) + abs(self._cell(r)[1] - near[1]))
+        return min(
+            options, key=lambda r: abs(self._cell(r)[0] - near[0]) + abs(self._cell(r)[1] - near[1])
+        )
 
     def _deliver(self, k: int, receptacle: int) -> str:
         world = self.world
@@ -277,8 +327,8 @@ class OracleTeam:
             target = self._target_receptacle(atom, (a.i, a.j))
             return self._deliver(k, target) if target >= 0 else None
         team = self.assigned.get(i, [k])
-        if carrier >= 0:
-            return "wait" if carrier in team else "wait"
+        if carrier >= 0:  # a lift partner (or someone in the way) holds it: let them finish
+            return "wait"
         step = self._free_hands(k) or self._reach(k, subject)
         if step is not None:
             return step
@@ -288,13 +338,18 @@ class OracleTeam:
         if not partners:
             return "wait"
         j = partners[0]
-        partner_ready = (j in deciding and world.visible(j, subject) and world.agents[j].held < 0)
+        partner_ready = j in deciding and world.visible(j, subject) and world.agents[j].held < 0
         return f"lift {atom.subject}" if partner_ready else "wait"
 
     def _tool(self, k: int) -> int:
         world = self.world
-        tools = [s.index for s in world.specs if s.object_type in world.facts.slicing_tools
-                 and world.objs[s.index].active and world.carrier(s.index) in (-1, k)]
+        tools = [
+            s.index
+            for s in world.specs
+            if s.object_type in world.facts.slicing_tools
+            and world.objs[s.index].active
+            and world.carrier(s.index) in (-1, k)
+        ]
         if not tools:
             return -1
         a = world.agents[k]
@@ -319,9 +374,17 @@ class OracleTeam:
         world = self.world
         index = self._subject(k, atom)
         if index < 0:
-            source = next((s.index for s in world.specs if s.sliceable and world.objs[s.index].active
-                           and f"{s.object_type}Sliced" == atom.subject
-                           and not world.objs[s.index].is_sliced), -1)
+            source = next(
+                (
+                    s.index
+                    for s in world.specs
+                    if s.sliceable
+                    and world.objs[s.index].active
+                    and f"{s.object_type}Sliced" == atom.subject
+                    and not world.objs[s.index].is_sliced
+                ),
+                -1,
+            )
             return None if source < 0 else self._slice(k, source)
         a = world.agents[k]
         heater_type = HEAT_FOR.get(atom.subject, "Microwave")
@@ -345,9 +408,10 @@ class OracleTeam:
         return self._deliver(k, appliance)
 
     def _brew(self, k: int, atom: Atom) -> str | None:
-        world = self.world
         index = self._subject(k, atom)
         if index < 0:
             return None
-        machine = self._target_receptacle(Atom("inside", "", "CoffeeMachine", True), self._cell(index))
+        machine = self._target_receptacle(
+            Atom("inside", "", "CoffeeMachine", True), self._cell(index)
+        )
         return None if machine < 0 else self._heat(k, index, machine)

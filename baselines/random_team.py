@@ -29,7 +29,9 @@ class RandomTeam:
             if not obs["needs_decision"]:
                 continue
             seen = [o["objectId"] for o in obs["visible"]]
-            choices = [s for s in TARGETED_SKILLS if seen] + [s for s in PLAIN_SKILLS if s != "done"]
+            choices = [s for s in TARGETED_SKILLS if seen] + [
+                s for s in PLAIN_SKILLS if s != "done"
+            ]
             skill = choices[int(self.rng.integers(len(choices)))]
             if skill in TARGETED_SKILLS:
                 actions[name] = f"{skill} {seen[int(self.rng.integers(len(seen)))]}"

@@ -36,7 +36,9 @@ def make_team(name: str, **kwargs: Any) -> Team:
     """Instantiate a team by registered name or ``module:Class`` path."""
     path = name if ":" in name else registered_teams().get(name)
     if path is None:
-        raise ValueError(f"unknown team {name!r}; registered teams are {sorted(registered_teams())}")
+        raise ValueError(
+            f"unknown team {name!r}; registered teams are {sorted(registered_teams())}"
+        )
     module, _, attr = path.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)

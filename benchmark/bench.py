@@ -115,7 +115,48 @@ def bench_sim(steps: int = 20000, repeats: int = 3, scene: str = "FloorPlan1") -
     }
 
 
-BENCHES = {"sim": bench_sim}
+def bench_env(
+    episodes: int = 60, repeats: int = 3, task: str = "transport_produce_fridge_v0"
+) -> dict[str, Any]:
+    """Scripted oracle team, skill level, 2 agents, on a transport task (episode set-up
+    included); ``env_step_us`` is the mean wall time of one ``env.step`` call."""
+    from benchmark.agents import make_team
+    from benchmark.env import make_env
+
+    env = make_env(task, n_agents=2, seed=0, observability="full")
+    team = make_team("oracle")
+    outcome: dict[str, Any] = {}
+
+    def run() -> int:
+        successes = steps = 0
+        step_time = 0.0
+        for seed in range(episodes):
+            obs, _ = env.reset(seed=seed)
+            team.reset(list(env.possible_agents), env.task_info())
+            infos: dict[str, Any] = {}
+            while env.agents:
+                actions = team.act(obs)
+                start = time.perf_counter()
+                obs, _, _, _, infos = env.step(actions)
+                step_time += time.perf_counter() - start
+                steps += 1
+            successes += next(iter(infos.values()))["trace"]["final"]["success"]
+        outcome.update(sr=successes / episodes, step_us=1e6 * step_time / steps)
+        return episodes
+
+    rate = _best_rate(run, repeats)
+    return {
+        "bench": "env",
+        "task": task,
+        "agents": 2,
+        "oracle_episodes_per_s": round(rate, 1),
+        "oracle_sr": round(outcome["sr"], 3),
+        "env_step_us": round(outcome["step_us"], 1),
+        "python": platform.python_version(),
+    }
+
+
+BENCHES = {"sim": bench_sim, "env": bench_env}
 
 
 def main(argv: list[str] | None = None) -> int:

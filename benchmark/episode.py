@@ -40,7 +40,9 @@ class Episode:
 
 def episode_rng(task_id: str, scene: str, n_agents: int, seed: int) -> np.random.Generator:
     """The episode's generator; stable across processes and Python versions."""
-    return np.random.default_rng([seed, zlib.crc32(task_id.encode()), zlib.crc32(scene.encode()), n_agents])
+    return np.random.default_rng(
+        [seed, zlib.crc32(task_id.encode()), zlib.crc32(scene.encode()), n_agents]
+    )
 
 
 def pick_scene(task: TaskSpec, seed: int, split: str | None = None) -> str:
@@ -48,7 +50,9 @@ def pick_scene(task: TaskSpec, seed: int, split: str | None = None) -> str:
     eligible = task.eligible_scenes(split)
     if not eligible:
         raise ValueError(f"task {task.id} has no eligible scene in split {split!r}")
-    return eligible[int(np.random.default_rng([seed, zlib.crc32(task.id.encode())]).integers(len(eligible)))]
+    return eligible[
+        int(np.random.default_rng([seed, zlib.crc32(task.id.encode())]).integers(len(eligible)))
+    ]
 
 
 def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
@@ -57,8 +61,11 @@ def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
         randomize(world, rng)
     for spec in world.specs:
         k = spec.index
-        if spec.object_type in setup.hide:
-            relocate(world, k, rng, closed_only=True)
+        if spec.object_type in setup.hide and world.objs[k].active:
+            if not relocate(world, k, rng, closed_only=True):
+                raise GoalError(
+                    f"{world.scene.name} has no closed receptacle to hide {spec.object_id} in"
+                )
         elif spec.object_type in setup.displace:
             home = world.scene.initial[k].parent
             if world.objs[k].parent == home:
@@ -75,7 +82,11 @@ def render_instructions(task: TaskSpec, atoms: list[Atom]) -> dict[str, str]:
 
 
 def make_episode(
-    task: TaskSpec, scene: str | None, n_agents: int, seed: int, split: str | None = None,
+    task: TaskSpec,
+    scene: str | None,
+    n_agents: int,
+    seed: int,
+    split: str | None = None,
     strict_agents: bool = True,
 ) -> Episode:
     """Build the episode. With ``scene=None`` the scene is chosen by seed among the eligible
@@ -84,7 +95,8 @@ def make_episode(
     e.g., that a heavy-lift task cannot be done alone)."""
     if strict_agents and not task.min_agents <= n_agents <= task.max_agents:
         raise ValueError(
-            f"task {task.id} takes {task.min_agents}-{task.max_agents} agents, got n_agents={n_agents}"
+            f"task {task.id} takes {task.min_agents}-{task.max_agents} agents, "
+            f"got n_agents={n_agents}"
         )
     if scene is not None:
         if scene not in task.candidate_scenes():
@@ -97,7 +109,7 @@ def make_episode(
     if not eligible:
         raise ValueError(f"task {task.id} has no eligible scene in split {split!r}")
     first = pick_scene(task, seed, split)
-    order = eligible[eligible.index(first):] + eligible[: eligible.index(first)]
+    order = eligible[eligible.index(first) :] + eligible[: eligible.index(first)]
     for candidate in order:
         try:
             return _build(task, candidate, n_agents, seed)
@@ -111,11 +123,16 @@ def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
     for _ in range(MAX_LAYOUT_TRIES):
         controller = Controller(scene=scene, agentCount=n_agents, seed=int(rng.integers(2**31)))
         world = controller.world
-        homes = {s.object_id: world.specs[p].object_id for s, p in
-                 ((s, world.objs[s.index].parent) for s in world.specs) if p >= 0}
+        homes = {
+            s.object_id: world.specs[p].object_id
+            for s, p in ((s, world.objs[s.index].parent) for s in world.specs)
+            if p >= 0
+        }
         _arrange(task, world, rng)
         atoms = ground(list(task.goal), world, homes, lambda k, w=world: reachable_by_sight(w, k))
         if not all(holds(world, a) for a in atoms):
             break
     heavy = frozenset(s.index for s in world.specs if s.object_type in task.setup.heavy)
-    return Episode(task, scene, n_agents, seed, controller, atoms, render_instructions(task, atoms), heavy)
+    return Episode(
+        task, scene, n_agents, seed, controller, atoms, render_instructions(task, atoms), heavy
+    )

@@ -82,11 +82,14 @@ class Atom:
 def parse_clause(text: str) -> Clause:
     """Parse one clause; raises GoalError naming what is wrong."""
     if not isinstance(text, str):
-        raise GoalError(f"a goal clause must be a string like 'all: inside(Apple, Fridge)', got {text!r}")
+        raise GoalError(
+            f"a goal clause must be a string like 'all: inside(Apple, Fridge)', got {text!r}"
+        )
     m = _CLAUSE.match(text)
     if m is None:
         raise GoalError(
-            f"cannot parse goal clause {text!r}: expected '<all|any|count>=k>: predicate(args)[=true|false]'"
+            f"cannot parse goal clause {text!r}: "
+            "expected '<all|any|count>=k>: predicate(args)[=true|false]'"
         )
     predicate = m.group("p")
     args = [a.strip() for a in m.group("args").split(",") if a.strip()]
@@ -141,7 +144,8 @@ def holds(world: World, atom: Atom) -> bool:
     """Evaluate one atom on the current state."""
     if atom.at_least:
         n = sum(
-            1 for s in world.specs
+            1
+            for s in world.specs
             if s.object_type == atom.subject
             and holds_for(world, atom.predicate, s.index, atom.target) == atom.value
         )
@@ -151,7 +155,9 @@ def holds(world: World, atom: Atom) -> bool:
 
 
 def ground(
-    clauses: list[Clause], world: World, homes: dict[str, str],
+    clauses: list[Clause],
+    world: World,
+    homes: dict[str, str],
     reachable: Callable[[int], bool] = lambda index: True,
 ) -> list[Atom]:
     """The checklist of an episode. ``homes`` maps objectIds to their recorded receptacles;
@@ -168,11 +174,16 @@ def ground(
                 raise GoalError(f"no reachable {c.target} in {world.scene.name}")
     for c in clauses:
         if c.quantifier == "count":
-            atoms.extend(Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1))
+            atoms.extend(
+                Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1)
+            )
             continue
         subjects = [
-            s for s in world.specs
-            if world.objs[s.index].active and _matches(world, s.index, c.subject) and reachable(s.index)
+            s
+            for s in world.specs
+            if world.objs[s.index].active
+            and _matches(world, s.index, c.subject)
+            and reachable(s.index)
         ]
         if not subjects:
             raise GoalError(f"no {c.subject} in {world.scene.name}")
@@ -184,7 +195,8 @@ def ground(
         if c.target == HOME:
             # Objects recorded resting in no receptacle (or in one nobody reaches) are left out.
             subjects = [
-                s for s in subjects
+                s
+                for s in subjects
                 if s.object_id in homes and reachable(world.index_of[homes[s.object_id]])
             ]
             if not subjects:
@@ -200,6 +212,10 @@ def clause_types(clause: Clause) -> set[str]:
     out = set()
     if "|" not in clause.subject and clause.quantifier != "count":
         out.add(clause.subject)
-    if clause.predicate == "inside" and clause.target not in (None, HOME) and "|" not in clause.target:
+    if (
+        clause.predicate == "inside"
+        and clause.target not in (None, HOME)
+        and "|" not in clause.target
+    ):
         out.add(clause.target)
     return out

@@ -23,11 +23,33 @@ from benchmark.sim.scene import object_type_counts
 
 FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch-off")
 AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
-SKILLS = ("navigate", "pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice", "lift",
-          "explore", "wait", "done")
+SKILLS = (
+    "navigate",
+    "pickup",
+    "put",
+    "open",
+    "close",
+    "toggle_on",
+    "toggle_off",
+    "slice",
+    "lift",
+    "explore",
+    "wait",
+    "done",
+)
 _ID = re.compile(r"^[a-z][a-z0-9_]*_v\d+$")
-_TOP_FIELDS = {"id", "family", "instructions", "scenes", "agents", "capabilities", "limits", "setup",
-               "goal", "description"}
+_TOP_FIELDS = {
+    "id",
+    "family",
+    "instructions",
+    "scenes",
+    "agents",
+    "capabilities",
+    "limits",
+    "setup",
+    "goal",
+    "description",
+}
 _SETUP_FIELDS = {"randomize", "hide", "displace", "switch_on", "heavy"}
 
 
@@ -99,7 +121,8 @@ class TaskSpec:
                 raise ValueError(f"unknown split {split!r}; valid splits are {sorted(splits)}")
             allowed = set(splits[split])
         return [
-            s for s in self.candidate_scenes()
+            s
+            for s in self.candidate_scenes()
             if (allowed is None or s in allowed) and needed <= set(object_type_counts(s))
         ]
 
@@ -138,17 +161,23 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         raise _fail(path, unknown[0], f"one of {sorted(_TOP_FIELDS)} (unknown field)")
     task_id = data.get("id")
     if not isinstance(task_id, str) or not _ID.match(task_id):
-        raise _fail(path, "id", "a lower-case id ending in _v<version>, e.g. transport_apples_v0", task_id)
+        raise _fail(
+            path, "id", "a lower-case id ending in _v<version>, e.g. transport_apples_v0", task_id
+        )
     if path.stem != task_id:
         raise _fail(path, "id", f"the file name {path.stem!r}", task_id)
     family = data.get("family")
     if family not in FAMILIES:
         raise _fail(path, "family", f"one of {list(FAMILIES)}", family)
     instructions = data.get("instructions")
-    if not isinstance(instructions, dict) or set(instructions) != set(AMBIGUITY_LEVELS) or not all(
-        isinstance(v, str) and v.strip() for v in instructions.values()
+    if (
+        not isinstance(instructions, dict)
+        or set(instructions) != set(AMBIGUITY_LEVELS)
+        or not all(isinstance(v, str) and v.strip() for v in instructions.values())
     ):
-        raise _fail(path, "instructions", f"a non-empty phrasing for each of {list(AMBIGUITY_LEVELS)}")
+        raise _fail(
+            path, "instructions", f"a non-empty phrasing for each of {list(AMBIGUITY_LEVELS)}"
+        )
     scenes = data.get("scenes")
     room_types: tuple[str, ...] = ()
     scene_list: tuple[str, ...] = ()
@@ -157,10 +186,14 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         room_types = _str_list(path, "scenes.room_types", scenes["room_types"])
         bad = [r for r in room_types if r not in valid_rooms]
         if bad or not room_types:
-            raise _fail(path, "scenes.room_types", f"a non-empty list from {valid_rooms}", bad or room_types)
+            raise _fail(
+                path, "scenes.room_types", f"a non-empty list from {valid_rooms}", bad or room_types
+            )
     elif isinstance(scenes, dict) and set(scenes) == {"list"}:
         try:
-            scene_list = tuple(normalize_scene(s) for s in _str_list(path, "scenes.list", scenes["list"]))
+            scene_list = tuple(
+                normalize_scene(s) for s in _str_list(path, "scenes.list", scenes["list"])
+            )
         except ValueError as err:
             raise _fail(path, "scenes.list", "iTHOR scene names") from err
         if not scene_list:
@@ -170,13 +203,22 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     agents = data.get("agents")
     if not isinstance(agents, dict) or set(agents) != {"min", "max"}:
         raise _fail(path, "agents", "a mapping with 'min' and 'max'", agents)
-    lo, hi = _positive_int(path, "agents.min", agents["min"]), _positive_int(path, "agents.max", agents["max"])
+    lo, hi = (
+        _positive_int(path, "agents.min", agents["min"]),
+        _positive_int(path, "agents.max", agents["max"]),
+    )
     if not lo <= hi <= 5:
         raise _fail(path, "agents", "1 <= min <= max <= 5", agents)
     caps = []
     for k, cap in enumerate(data.get("capabilities") or []):
-        if not isinstance(cap, dict) or not isinstance(cap.get("name"), str) or set(cap) - {"name", "cannot"}:
-            raise _fail(path, f"capabilities[{k}]", "a mapping with 'name' and optional 'cannot'", cap)
+        if (
+            not isinstance(cap, dict)
+            or not isinstance(cap.get("name"), str)
+            or set(cap) - {"name", "cannot"}
+        ):
+            raise _fail(
+                path, f"capabilities[{k}]", "a mapping with 'name' and optional 'cannot'", cap
+            )
         cannot = _str_list(path, f"capabilities[{k}].cannot", cap.get("cannot"))
         bad = [s for s in cannot if s not in SKILLS]
         if bad:
@@ -193,11 +235,16 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         raise _fail(path, "setup.randomize", "true or false", randomize)
     setup = Setup(
         randomize=randomize,
-        **{k: _str_list(path, f"setup.{k}", setup_data.get(k)) for k in _SETUP_FIELDS - {"randomize"}},
+        **{
+            k: _str_list(path, f"setup.{k}", setup_data.get(k))
+            for k in _SETUP_FIELDS - {"randomize"}
+        },
     )
     goal_data = data.get("goal")
     if not isinstance(goal_data, list) or not goal_data:
-        raise _fail(path, "goal", "a non-empty list of clauses like 'all: inside(Apple, Fridge)'", goal_data)
+        raise _fail(
+            path, "goal", "a non-empty list of clauses like 'all: inside(Apple, Fridge)'", goal_data
+        )
     goal = []
     for k, text in enumerate(goal_data):
         try:
@@ -205,11 +252,19 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         except GoalError as err:
             raise TaskSpecError(f"{path}: field 'goal[{k}]': {err}") from err
     return TaskSpec(
-        id=task_id, family=family, instructions=dict(instructions), room_types=room_types,
-        scene_list=scene_list, min_agents=lo, max_agents=hi, capabilities=tuple(caps),
+        id=task_id,
+        family=family,
+        instructions=dict(instructions),
+        room_types=room_types,
+        scene_list=scene_list,
+        min_agents=lo,
+        max_agents=hi,
+        capabilities=tuple(caps),
         max_ticks=_positive_int(path, "limits.ticks", limits["ticks"]),
         max_decisions=_positive_int(path, "limits.decisions", limits["decisions"]),
-        setup=setup, goal=tuple(goal), path=str(path),
+        setup=setup,
+        goal=tuple(goal),
+        path=str(path),
     )
 
 
@@ -231,7 +286,9 @@ def task_registry(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
     for path in sorted(root.glob("*/*.yaml")):
         spec = load_task_file(path)
         if path.parent.name != spec.family:
-            raise TaskSpecError(f"{path}: field 'family': expected the folder name {path.parent.name!r}")
+            raise TaskSpecError(
+                f"{path}: field 'family': expected the folder name {path.parent.name!r}"
+            )
         if spec.id in out:
             raise TaskSpecError(f"{path}: field 'id': {spec.id!r} is defined twice")
         out[spec.id] = spec

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pettingzoo import ParallelEnv
 
@@ -58,8 +58,11 @@ class EnvOptions:
     strict_agents: bool = True
 
     def __post_init__(self) -> None:
-        choices = {"action_level": ("skill", "primitive"), "observability": ("partial", "full"),
-                   "ambiguity": ("explicit", "types", "implicit")}
+        choices = {
+            "action_level": ("skill", "primitive"),
+            "observability": ("partial", "full"),
+            "ambiguity": ("explicit", "types", "implicit"),
+        }
         for name, valid in choices.items():
             if getattr(self, name) not in valid:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not one of {list(valid)}")
@@ -72,10 +75,20 @@ class EnvOptions:
 class CollabEnv(ParallelEnv):
     """Multi-agent collaborative household task on the embedded simulator."""
 
-    metadata = {"name": "collab_env_v0", "render_modes": ["rgb_array"], "is_parallelizable": True}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "collab_env_v0",
+        "render_modes": ["rgb_array"],
+        "is_parallelizable": True,
+    }
 
-    def __init__(self, task: TaskSpec | str, scene: str | None = None, n_agents: int = 2,
-                 seed: int = 0, options: EnvOptions | None = None) -> None:
+    def __init__(
+        self,
+        task: TaskSpec | str,
+        scene: str | None = None,
+        n_agents: int = 2,
+        seed: int = 0,
+        options: EnvOptions | None = None,
+    ) -> None:
         self.task = load_task(task) if isinstance(task, str) else task
         self.fixed_scene = scene
         self.n_agents = n_agents
@@ -87,11 +100,11 @@ class CollabEnv(ParallelEnv):
         self.episode: Episode | None = None
 
     # ------------------------------------------------------------------ spaces
-    @functools.lru_cache(maxsize=None)  # noqa: B019  (PettingZoo wants the same object back)
+    @functools.cache  # noqa: B019  (PettingZoo wants the same object back)
     def observation_space(self, agent: str):
         return observation.observation_space()
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str):
         return observation.action_space()
 
@@ -100,8 +113,14 @@ class CollabEnv(ParallelEnv):
         if seed is not None:
             self.seed = seed
         o = self.options
-        self.episode = make_episode(self.task, self.fixed_scene, self.n_agents, self.seed,
-                                    split=o.split, strict_agents=o.strict_agents)
+        self.episode = make_episode(
+            self.task,
+            self.fixed_scene,
+            self.n_agents,
+            self.seed,
+            split=o.split,
+            strict_agents=o.strict_agents,
+        )
         ep = self.episode
         self.world = ep.world
         self.controller = ep.controller
@@ -114,7 +133,9 @@ class CollabEnv(ParallelEnv):
         self.last = [("", True, "episode started")] * self.n_agents
         self.postbox = Postbox(self.possible_agents)
         self.visited = [{(a.i, a.j)} for a in self.world.agents]
-        self.known: list[set[str]] = [set(OBJECT_ID.findall(self.instruction)) for _ in range(self.n_agents)]
+        self.known: list[set[str]] = [
+            set(OBJECT_ID.findall(self.instruction)) for _ in range(self.n_agents)
+        ]
         self.satisfied = [holds(self.world, a) for a in ep.checklist]
         self.credit = [0] * self.n_agents
         self._poses: dict = {}
@@ -155,8 +176,12 @@ class CollabEnv(ParallelEnv):
         return obs, rews, terms, truncs, infos
 
     def _over(self) -> bool:
-        return (all(self.satisfied) or all(self.finished) or self.tick >= self.task.max_ticks
-                or max(self.decisions) >= self.task.max_decisions)
+        return (
+            all(self.satisfied)
+            or all(self.finished)
+            or self.tick >= self.task.max_ticks
+            or max(self.decisions) >= self.task.max_decisions
+        )
 
     def _needs_decision(self, k: int) -> bool:
         skill = self.skills[k]
@@ -185,8 +210,14 @@ class CollabEnv(ParallelEnv):
             return 0
         if say.to == self.possible_agents[k]:
             return 0
-        self.postbox.send(self.tick, self.possible_agents[k], say.to, say.text,
-                          self.options.token_cap, self.options.comm)
+        self.postbox.send(
+            self.tick,
+            self.possible_agents[k],
+            say.to,
+            say.text,
+            self.options.token_cap,
+            self.options.comm,
+        )
         return self.options.message_cost if self.options.comm else 0
 
     def _make_skill(self, k: int, call: Call) -> tuple[Skill, str | None]:
@@ -218,7 +249,9 @@ class CollabEnv(ParallelEnv):
             return Skill(name, target), f"{target} is too heavy: two agents must lift it together"
         if name == "lift":
             return Skill("lift", target), None
-        return Skill(name, target, primitive={"action": PRIMITIVE_OF[name], "objectId": target}), None
+        return Skill(
+            name, target, primitive={"action": PRIMITIVE_OF[name], "objectId": target}
+        ), None
 
     def _primitive_skill(self, k: int, call: Call) -> tuple[Skill, str | None]:
         if call.name == "done":
@@ -229,11 +262,16 @@ class CollabEnv(ParallelEnv):
         act: dict[str, Any] = {"action": call.name}
         if call.target is not None:
             act["objectId"] = call.target
-            if self.world.index_of.get(call.target, -1) in self.episode.heavy and call.name == "PickupObject":
+            if (
+                self.world.index_of.get(call.target, -1) in self.episode.heavy
+                and call.name == "PickupObject"
+            ):
                 return Skill(call.name, call.target), f"{call.target} is too heavy to pick up alone"
         return Skill(call.name, call.target, primitive=act), None
 
-    def _start(self, k: int, skill: Skill, text: Any, fail: str | None = None, delay: int = 0) -> None:
+    def _start(
+        self, k: int, skill: Skill, text: Any, fail: str | None = None, delay: int = 0
+    ) -> None:
         if fail is not None:
             skill.primitive = None
             skill.feedback = fail
@@ -257,7 +295,14 @@ class CollabEnv(ParallelEnv):
         before = sum(self.satisfied)
         primitives: list[dict | None] = [None] * n
         lifters: dict[int, list[int]] = {}
+        walking = frozenset(
+            k
+            for k, s in enumerate(self.skills)
+            if isinstance(s, Navigate | Explore) and not s.finished and not self.finished[k]
+        )
         for k, skill in enumerate(self.skills):
+            if isinstance(skill, Navigate):
+                skill.walking = walking
             if skill is None or skill.finished or self.finished[k]:
                 continue
             if skill.delay > 0 or skill.name.startswith("!"):
@@ -268,6 +313,7 @@ class CollabEnv(ParallelEnv):
             primitives[k] = skill.next_action(world, k)
         lift_results = self._joint_lifts(lifters, primitives)
         self._step_aside(primitives)
+        self._right_of_way(primitives)
         results: list[ActionResult | None] = [None] * n
         gained = [0] * n
 
@@ -289,7 +335,11 @@ class CollabEnv(ParallelEnv):
         self._see_all()
         team = sum(gained) / max(1, len(self.satisfied))
         alpha = self.options.reward_sharing
-        bonus = self.options.success_bonus if all(self.satisfied) and before < len(self.satisfied) else 0.0
+        bonus = (
+            self.options.success_bonus
+            if all(self.satisfied) and before < len(self.satisfied)
+            else 0.0
+        )
         out = {}
         for k, name in enumerate(self.possible_agents):
             self.credit[k] += gained[k]
@@ -310,16 +360,24 @@ class CollabEnv(ParallelEnv):
             if other < 0 or other == k:
                 continue
             their = self.skills[other]
-            idle = self.finished[other] or their is None or their.name in ("wait", "done") \
+            idle = (
+                self.finished[other]
+                or their is None
+                or their.name in ("wait", "done")
                 or their.name.startswith("!")
-            head_on = isinstance(their, Navigate) and not their.finished \
+            )
+            head_on = (
+                isinstance(their, Navigate)
+                and not their.finished
                 and their.wanted == (world.agents[k].i, world.agents[k].j)
+            )
             if not (idle or (head_on and other > k)):
                 continue
             me = world.agents[k]
             o = world.agents[other]
             spots = [
-                (o.i + di, o.j + dj) for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1))
+                (o.i + di, o.j + dj)
+                for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1))
                 if (o.i + di, o.j + dj) in world.scene.reachable_set
                 and (o.i + di, o.j + dj) not in world.occupied
             ]
@@ -328,7 +386,21 @@ class CollabEnv(ParallelEnv):
             ti, tj = max(spots, key=lambda c: (abs(c[0] - me.i) + abs(c[1] - me.j), c))
             primitives[other] = {"action": "Teleport", "position": {"x": ti * 0.25, "z": tj * 0.25}}
 
-    def _joint_lifts(self, lifters: dict[int, list[int]], primitives: list[dict | None]) -> dict[int, str]:
+    def _right_of_way(self, primitives: list[dict | None]) -> None:
+        """Two agents stepping into the same cell in one tick: the lower index goes, the other
+        waits (its skill counts a blocked tick)."""
+        taken: set[tuple[float, float]] = set()
+        for k, act in enumerate(primitives):
+            if act is None or act.get("action") != "Teleport" or "position" not in act:
+                continue
+            cell = (act["position"]["x"], act["position"]["z"])
+            if cell in taken:
+                primitives[k] = None
+            taken.add(cell)
+
+    def _joint_lifts(
+        self, lifters: dict[int, list[int]], primitives: list[dict | None]
+    ) -> dict[int, str]:
         """Resolve this tick's ``lift`` skills; returns failure feedback per failed lifter."""
         world = self.world
         failures: dict[int, str] = {}
@@ -339,14 +411,18 @@ class CollabEnv(ParallelEnv):
                 failures[k] = f"lift {oid} failed: it must be in view and your hands empty"
             if index in self.episode.heavy and len(ready) < 2:
                 for k in ready:
-                    failures[k] = f"lift {oid} failed: it needs a second agent lifting in the same tick"
+                    failures[k] = (
+                        f"lift {oid} failed: it needs a second agent lifting in the same tick"
+                    )
                 continue
             if ready:
                 order = sorted(ready, key=lambda k: (k - world.tick) % self.n_agents)
                 primitives[order[0]] = {"action": "PickupObject", "objectId": oid}
         return failures
 
-    def _finish_skills(self, results: list[ActionResult | None], lift_failures: dict[int, str]) -> None:
+    def _finish_skills(
+        self, results: list[ActionResult | None], lift_failures: dict[int, str]
+    ) -> None:
         world = self.world
         for k, skill in enumerate(self.skills):
             if skill is None or skill.finished or self.finished[k]:
@@ -392,14 +468,29 @@ class CollabEnv(ParallelEnv):
                 self.known[k].update(OBJECT_ID.findall(m.text))
             visible = [s.index for s in world.specs if world.visible(k, s.index)]
             text, ok, feedback = self.last[k]
-            out[name] = observation.build(world, k, name, self.instruction, self.tick, decide,
-                                          visible, messages, text, ok, feedback)
+            out[name] = observation.build(
+                world,
+                k,
+                name,
+                self.instruction,
+                self.tick,
+                decide,
+                visible,
+                messages,
+                text,
+                ok,
+                feedback,
+            )
         return out
 
     def _infos(self) -> dict[str, dict]:
         return {
-            name: {"needs_decision": self._needs_decision(k), "tick": self.tick,
-                   "satisfied": sum(self.satisfied), "atoms": len(self.satisfied)}
+            name: {
+                "needs_decision": self._needs_decision(k),
+                "tick": self.tick,
+                "satisfied": sum(self.satisfied),
+                "atoms": len(self.satisfied),
+            }
             for k, name in enumerate(self.possible_agents)
         }
 
@@ -411,11 +502,19 @@ class CollabEnv(ParallelEnv):
         reference teams (the oracle) that read the true state.
         """
         info = {
-            "task": self.task.id, "family": self.task.family, "instruction": self.instruction,
-            "agents": list(self.possible_agents), "n_agents": self.n_agents,
-            "capabilities": {a: sorted(self.task.capability(k).cannot) for k, a in enumerate(self.possible_agents)},
-            "max_ticks": self.task.max_ticks, "action_level": self.options.action_level,
-            "observability": self.options.observability, "comm": self.options.comm,
+            "task": self.task.id,
+            "family": self.task.family,
+            "instruction": self.instruction,
+            "agents": list(self.possible_agents),
+            "n_agents": self.n_agents,
+            "capabilities": {
+                a: sorted(self.task.capability(k).cannot)
+                for k, a in enumerate(self.possible_agents)
+            },
+            "max_ticks": self.task.max_ticks,
+            "action_level": self.options.action_level,
+            "observability": self.options.observability,
+            "comm": self.options.comm,
         }
         if self.options.observability == "full":
             info["env"] = self
@@ -430,8 +529,9 @@ class CollabEnv(ParallelEnv):
         self.agents = []
 
 
-def make_env(task: TaskSpec | str, scene: str | None = None, n_agents: int = 2, seed: int = 0,
-             **options: Any) -> CollabEnv:
+def make_env(
+    task: TaskSpec | str, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
+) -> CollabEnv:
     """A :class:`CollabEnv` for ``task`` (an id or spec); ``scene=None`` picks one by seed.
 
     Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError.

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 
 from benchmark.sim.actions import ACTIONS
 
-TARGETED_SKILLS = ("navigate", "pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice", "lift")
+TARGETED_SKILLS = (
+    "navigate",
+    "pickup",
+    "put",
+    "open",
+    "close",
+    "toggle_on",
+    "toggle_off",
+    "slice",
+    "lift",
+)
 PLAIN_SKILLS = ("explore", "wait", "done")
 SKILLS = TARGETED_SKILLS + PLAIN_SKILLS
 _RECIPIENT = re.compile(r"^(all|agent_\d+)$")
@@ -47,7 +57,7 @@ def _split_message(text: str) -> tuple[str, Say | None]:
     m = re.search(r"\|\s*say\s", text)
     if m is None:
         return text.strip(), None
-    head, tail = text[: m.start()], text[m.end():]
+    head, tail = text[: m.start()], text[m.end() :]
     to, colon, body = tail.partition(":")
     to = to.strip()
     if not colon or not _RECIPIENT.match(to):

@@ -11,7 +11,9 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
-OBJECT_ID = re.compile(r"[A-Za-z]+\|[-+]?\d+\.\d+\|[-+]?\d+\.\d+\|[-+]?\d+\.\d+(?:\|[A-Za-z]+(?:_\d+)?)?")
+OBJECT_ID = re.compile(
+    r"[A-Za-z]+\|[-+]?\d+\.\d+\|[-+]?\d+\.\d+\|[-+]?\d+\.\d+(?:\|[A-Za-z]+(?:_\d+)?)?"
+)
 
 
 def printable(text: str) -> str:
@@ -56,7 +58,9 @@ class Postbox:
         self.inbox: dict[str, list[Message]] = {a: [] for a in agents}
         self.log: list[Message] = []
 
-    def send(self, tick: int, sender: str, to: str, text: str, token_cap: int, enabled: bool) -> Message:
+    def send(
+        self, tick: int, sender: str, to: str, text: str, token_cap: int, enabled: bool
+    ) -> Message:
         recipients = tuple(a for a in self.agents if a != sender) if to == "all" else (to,)
         body, tokens, truncated = cap_tokens(text, token_cap)
         msg = Message(tick, sender, to, recipients, body, tokens, truncated, enabled)

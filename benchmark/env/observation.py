@@ -25,29 +25,39 @@ def text_space(max_length: int = MAX_TEXT) -> spaces.Text:
 def observation_space() -> spaces.Dict:
     """The space of one agent's observation (the same for every agent)."""
     small = text_space(400)
-    return spaces.Dict({
-        "text": text_space(),
-        "instruction": text_space(4_000),
-        "tick": spaces.Box(0, np.iinfo(np.int64).max, shape=(), dtype=np.int64),
-        "needs_decision": spaces.Discrete(2),
-        "pose": spaces.Box(-1e4, 1e4, shape=(4,), dtype=np.float64),
-        "holding": small,
-        "visible": spaces.Sequence(spaces.Dict({
-            "objectId": small,
-            "objectType": small,
-            "distance": spaces.Box(0.0, 1e4, shape=(), dtype=np.float64),
-            "state": small,
-            "in": small,
-        })),
-        "messages": spaces.Sequence(spaces.Dict({
-            "sender": small,
-            "text": text_space(4_000),
-            "truncated": spaces.Discrete(2),
-        })),
-        "last_action": text_space(MAX_ACTION_TEXT),
-        "last_success": spaces.Discrete(2),
-        "feedback": text_space(2_000),
-    })
+    return spaces.Dict(
+        {
+            "text": text_space(),
+            "instruction": text_space(4_000),
+            "tick": spaces.Box(0, np.iinfo(np.int64).max, shape=(), dtype=np.int64),
+            "needs_decision": spaces.Discrete(2),
+            "pose": spaces.Box(-1e4, 1e4, shape=(4,), dtype=np.float64),
+            "holding": small,
+            "visible": spaces.Sequence(
+                spaces.Dict(
+                    {
+                        "objectId": small,
+                        "objectType": small,
+                        "distance": spaces.Box(0.0, 1e4, shape=(), dtype=np.float64),
+                        "state": small,
+                        "in": small,
+                    }
+                )
+            ),
+            "messages": spaces.Sequence(
+                spaces.Dict(
+                    {
+                        "sender": small,
+                        "text": text_space(4_000),
+                        "truncated": spaces.Discrete(2),
+                    }
+                )
+            ),
+            "last_action": text_space(MAX_ACTION_TEXT),
+            "last_success": spaces.Discrete(2),
+            "feedback": text_space(2_000),
+        }
+    )
 
 
 def action_space() -> spaces.Text:
@@ -93,13 +103,15 @@ def build(
     seen = []
     for k in visible:
         parent = world.objs[k].parent
-        seen.append({
-            "objectId": world.specs[k].object_id,
-            "objectType": world.specs[k].object_type,
-            "distance": np.array(round(world.distance(agent, k), 2), dtype=np.float64),
-            "state": object_state(world, k),
-            "in": world.specs[parent].object_id if parent >= 0 else "",
-        })
+        seen.append(
+            {
+                "objectId": world.specs[k].object_id,
+                "objectType": world.specs[k].object_type,
+                "distance": np.array(round(world.distance(agent, k), 2), dtype=np.float64),
+                "state": object_state(world, k),
+                "in": world.specs[parent].object_id if parent >= 0 else "",
+            }
+        )
     inbox = [{"sender": m.sender, "text": m.text, "truncated": int(m.truncated)} for m in messages]
     pose = np.array([a.i * GRID_SIZE, a.j * GRID_SIZE, float(a.rotation), float(a.horizon)])
     lines = [
@@ -113,7 +125,9 @@ def build(
     for o in seen:
         extra = f" [{o['state']}]" if o["state"] else ""
         where = f" in {o['in']}" if o["in"] else ""
-        lines.append(f"  - {o['objectId']} ({o['objectType']}, {float(o['distance']):.1f} m){extra}{where}")
+        lines.append(
+            f"  - {o['objectId']} ({o['objectType']}, {float(o['distance']):.1f} m){extra}{where}"
+        )
     for m in inbox:
         flag = " (truncated)" if m["truncated"] else ""
         lines.append(f"Message from {m['sender']}{flag}: {m['text']}")

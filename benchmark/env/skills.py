@@ -31,8 +31,12 @@ PRIMITIVE_OF = {
 
 
 def _teleport(i: int, j: int, rotation: int, horizon: float) -> dict:
-    return {"action": "Teleport", "position": {"x": i * GRID_SIZE, "z": j * GRID_SIZE},
-            "rotation": rotation, "horizon": horizon}
+    return {
+        "action": "Teleport",
+        "position": {"x": i * GRID_SIZE, "z": j * GRID_SIZE},
+        "rotation": rotation,
+        "horizon": horizon,
+    }
 
 
 def _heading(a: tuple[int, int], b: tuple[int, int]) -> int:
@@ -80,10 +84,12 @@ class Skill:
 class Navigate(Skill):
     """Walk to a pose that sees ``target``. ``poses`` are the candidate poses (grid-wide).
 
-    The route is the shortest path ignoring other agents; when an agent with a higher index
-    stands on the next cell, a detour of at most ``DETOUR`` extra cells around it is taken;
-    otherwise the agent waits (a blocked tick), and lower indices have the right of way. It gives up after ``PATIENCE`` blocked ticks in a row, or when the
-    walk takes more than twice its planned length plus ``SLACK`` ticks.
+    The route is the shortest path ignoring other agents. When an agent stands on the next
+    cell, a detour of at most ``DETOUR`` extra cells around it is taken, unless that agent is
+    walking too and has a lower index (it has the right of way); otherwise the agent waits (a
+    blocked tick) and records the cell it wants in ``wanted``. It gives up after ``PATIENCE``
+    blocked ticks in a row, or when the walk takes more than twice its planned length plus
+    ``SLACK`` ticks.
     """
 
     poses: list[Pose] = field(default_factory=list, repr=False)
@@ -91,6 +97,7 @@ class Navigate(Skill):
     budget: int = -1
     wanted: tuple[int, int] | None = None  # the occupied cell it waits for, if blocked
     plan: list[tuple[int, int]] = field(default_factory=list, repr=False)  # cells still to walk
+    walking: frozenset[int] = frozenset()  # agents walking this tick (set by the environment)
 
     def next_action(self, world: World, agent: int) -> dict | None:
         a = world.agents[agent]
@@ -115,8 +122,9 @@ class Navigate(Skill):
                 self.budget = 2 * len(plan) + SLACK
             blocker = world.occupied.get(plan[0], agent)
             if blocker != agent:
-                # Lower indices have the right of way: yield to them, walk around the others.
-                detour = shortest_path(world, here, targets, exclude=agent) if blocker > agent else None
+                # Walking agents with lower indices have the right of way; go around the rest.
+                yield_to = blocker in self.walking and blocker < agent
+                detour = None if yield_to else shortest_path(world, here, targets, exclude=agent)
                 if not detour or len(detour) > len(plan) + DETOUR:
                     self.goal = None
                     self.wanted = plan[0]
@@ -127,8 +135,10 @@ class Navigate(Skill):
         route = plan
         nxt = route[0]
         if len(route) == 1:
-            self.goal = min((p for p in self.poses if (p.i, p.j) == nxt),
-                            key=lambda p: ((p.rotation - _heading(here, nxt)) % 360 != 0, abs(p.horizon)))
+            self.goal = min(
+                (p for p in self.poses if (p.i, p.j) == nxt),
+                key=lambda p: ((p.rotation - _heading(here, nxt)) % 360 != 0, abs(p.horizon)),
+            )
             return _teleport(*nxt, self.goal.rotation, self.goal.horizon)
         self.goal = None
         return _teleport(*nxt, _heading(here, nxt), a.horizon)
@@ -150,7 +160,9 @@ class Navigate(Skill):
         if self.goal is not None and (a.i, a.j, a.rotation, a.horizon) == tuple(self.goal):
             self.finish(True, f"arrived where {self.target} is in view")
         elif 0 <= self.budget < self.ticks:
-            self.finish(False, f"navigate {self.target} failed: took too long (other agents in the way)")
+            self.finish(
+                False, f"navigate {self.target} failed: took too long (other agents in the way)"
+            )
 
     streak: int = 0
 

@@ -25,7 +25,9 @@ TRACE_FORMAT = 1
 
 def trace_hash(trace: dict[str, Any]) -> str:
     body = {k: v for k, v in trace.items() if k != "trace_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 class TraceRecorder:
@@ -37,9 +39,16 @@ class TraceRecorder:
         assert ep is not None
         self.trace: dict[str, Any] = {
             "format": TRACE_FORMAT,
-            "versions": {"benchmark": __version__, "task": ep.task.id, "scene_format": SCENE_FORMAT},
+            "versions": {
+                "benchmark": __version__,
+                "task": ep.task.id,
+                "scene_format": SCENE_FORMAT,
+            },
             "config": {
-                "task": ep.task.id, "scene": ep.scene, "n_agents": ep.n_agents, "seed": ep.seed,
+                "task": ep.task.id,
+                "scene": ep.scene,
+                "n_agents": ep.n_agents,
+                "seed": ep.seed,
                 "options": asdict(env.options),
             },
             "instruction": env.instruction,
@@ -61,16 +70,20 @@ class TraceRecorder:
         )
 
     def atom(self, tick: int, agent: str, index: int, satisfied: bool) -> None:
-        self.trace["atoms"].append({"tick": tick, "agent": agent, "atom": index, "satisfied": satisfied})
+        self.trace["atoms"].append(
+            {"tick": tick, "agent": agent, "atom": index, "satisfied": satisfied}
+        )
 
     def tick(self, tick: int, primitives: list, results: list, skills: list) -> None:
         row = []
         for p, r, s in zip(primitives, results, skills, strict=True):
-            row.append([
-                p["action"] if p else None,
-                None if r is None else bool(r.success),
-                None if s is None else s.name,
-            ])
+            row.append(
+                [
+                    p["action"] if p else None,
+                    None if r is None else bool(r.success),
+                    None if s is None else s.name,
+                ]
+            )
         self.trace["ticks"].append(row)
 
     def finish(self) -> None:
@@ -107,8 +120,13 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         if key not in trace:
             raise ValueError(f"not a trace: missing key {key!r}")
     cfg = trace["config"]
-    env = make_env(cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"],
-                   **{k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__})
+    env = make_env(
+        cfg["task"],
+        scene=cfg["scene"],
+        n_agents=cfg["n_agents"],
+        seed=cfg["seed"],
+        **{k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__},
+    )
     if [a.key for a in env.episode.checklist] != trace["checklist"]:
         return ReplayResult(False, False, False, trace["trace_hash"], "", [])
     for step in trace["decisions"]:
@@ -120,5 +138,11 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
     same_list = replayed["final"]["satisfied"] == trace["final"]["satisfied"]
     same_hash = replayed["trace_hash"] == trace["trace_hash"]
-    return ReplayResult(same_list and same_hash, same_list, same_hash, trace["trace_hash"],
-                        replayed["trace_hash"], replayed["final"]["satisfied"])
+    return ReplayResult(
+        same_list and same_hash,
+        same_list,
+        same_hash,
+        trace["trace_hash"],
+        replayed["trace_hash"],
+        replayed["final"]["satisfied"],
+    )

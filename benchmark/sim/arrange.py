@@ -39,7 +39,10 @@ def _receptacles(world: World, object_type: str, closed_only: bool) -> list[int]
 
 
 def relocate(
-    world: World, index: int, rng: np.random.Generator, closed_only: bool = False,
+    world: World,
+    index: int,
+    rng: np.random.Generator,
+    closed_only: bool = False,
     avoid: Collection[int] = (),
 ) -> bool:
     """Move object ``index`` into a random compatible receptacle from which it can be seen.
@@ -62,9 +65,7 @@ def relocate(
         old = world.objs[index]
         move_object(world, index, r, *placement(world, r, index, ax, az))
         if reachable_by_sight(world, index):
-            if closed_only:
-                world.update(r, is_open=False, openness=0.0)
-            elif rspec.openable and not was_open:
+            if closed_only or (rspec.openable and not was_open):
                 world.update(r, is_open=False, openness=0.0)
             return True
         move_object(world, index, old.parent, old.x, old.y, old.z)

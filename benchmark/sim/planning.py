@@ -60,7 +60,8 @@ def can_be_seen(world: World, index: int) -> bool:
 def interaction_poses(world: World, agent_index: int, index: int) -> list[Pose]:
     """:func:`sight_poses` minus cells taken by agents other than ``agent_index`` (-1: any)."""
     return [
-        p for p in sight_poses(world, index)
+        p
+        for p in sight_poses(world, index)
         if world.occupied.get((p.i, p.j), agent_index) == agent_index
     ]
 

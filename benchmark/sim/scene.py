@@ -368,7 +368,9 @@ def _manifest(cache_root: str | None) -> dict:
     return json.loads((ensure_scene_assets(cache_root) / "manifest.json").read_text())
 
 
-def object_type_counts(scene: str, cache_root: str | os.PathLike[str] | None = None) -> dict[str, int]:
+def object_type_counts(
+    scene: str, cache_root: str | os.PathLike[str] | None = None
+) -> dict[str, int]:
     """How many objects of each type the recorded scene holds, without loading the scene."""
     return _manifest(str(cache_root) if cache_root else None)["types"][normalize_scene(scene)]
 

@@ -84,6 +84,8 @@ def visible_headings(
     if dh > visibility_distance or (dh > 1e-9 and not scene.line_of_sight(ax, az, nx, nz)):
         return []
     return [
-        (h, v) for h in headings for v in horizons
+        (h, v)
+        for h in headings
+        for v in horizons
         if sees_box(scene, ax, az, h, v, camera_y, box, visibility_distance, fov)
     ]

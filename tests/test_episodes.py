@@ -1,0 +1,69 @@
+"""(task, scene, n_agents, seed) determines the episode; set-ups vary the recorded scenes."""
+
+from __future__ import annotations
+
+from benchmark.episode import make_episode, pick_scene
+from benchmark.goals import holds
+from benchmark.sim.facts import scene_splits
+from benchmark.tasks import load_task
+
+
+def _layout(ep) -> list:
+    world = ep.world
+    return [
+        (o.parent, round(o.x, 4), round(o.z, 4), o.is_open, o.is_toggled) for o in world.objs
+    ] + [tuple(a) for a in world.agents]
+
+
+def test_the_same_inputs_give_the_same_episode_and_other_seeds_differ() -> None:
+    task = load_task("transport_produce_fridge_v0")
+    a = make_episode(task, "FloorPlan3", 2, seed=5)
+    b = make_episode(task, "FloorPlan3", 2, seed=5)
+    c = make_episode(task, "FloorPlan3", 2, seed=6)
+    assert _layout(a) == _layout(b) and [x.key for x in a.checklist] == [x.key for x in b.checklist]
+    assert _layout(a) != _layout(c)
+
+
+def test_pickupables_are_replaced_among_compatible_receptacles() -> None:
+    ep = make_episode(load_task("transport_produce_fridge_v0"), "FloorPlan1", 2, seed=0)
+    world = ep.world
+    moved = 0
+    for spec in world.specs:
+        st, recorded = world.objs[spec.index], world.scene.initial[spec.index]
+        if spec.pickupable and st.parent != recorded.parent:
+            moved += 1
+            parent = world.specs[st.parent]
+            if not parent.pickupable:
+                assert world.facts.accepts(parent.object_type, spec.object_type)
+    assert moved >= 10
+
+
+def test_search_targets_start_hidden_in_closed_receptacles() -> None:
+    task = load_task("search_valuables_living_room_v0")
+    for seed in range(4):
+        ep = make_episode(task, None, 2, seed)
+        for atom in ep.checklist:
+            index = ep.world.index_of[atom.subject]
+            assert ep.world.enclosed(index), (seed, atom.key)
+
+
+def test_rearrange_targets_start_away_from_home_and_switch_off_things_start_on() -> None:
+    ep = make_episode(load_task("rearrange_kitchen_v0"), None, 2, seed=1)
+    assert ep.checklist and not any(holds(ep.world, a) for a in ep.checklist)
+    ep = make_episode(load_task("switch_off_kitchen_v0"), None, 2, seed=1)
+    knobs = [a for a in ep.checklist if a.subject.startswith("StoveKnob")]
+    assert knobs and not any(holds(ep.world, a) for a in knobs)
+
+
+def test_the_scene_is_chosen_by_seed_from_the_eligible_split() -> None:
+    task = load_task("transport_sofa_tidy_v0")
+    chosen = {pick_scene(task, seed, "test") for seed in range(40)}
+    assert chosen <= set(scene_splits()["test"]) and len(chosen) > 3
+    assert pick_scene(task, 7, "train") == pick_scene(task, 7, "train")
+
+
+def test_the_explicit_instruction_names_the_grounded_objects() -> None:
+    ep = make_episode(load_task("transport_bed_tidy_v0"), None, 2, seed=0)
+    for atom in ep.checklist:
+        assert atom.subject in ep.instructions["explicit"]
+    assert "|" not in ep.instructions["implicit"]
