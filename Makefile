@@ -30,6 +30,7 @@ test: setup lint
 
 bench: setup
 	$(BIN)/python -m benchmark.bench sim
+	$(BIN)/python -m benchmark.bench env
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -327,8 +327,13 @@ class CollabEnv(ParallelEnv):
             self.satisfied = now
 
         self.controller.multi_step(primitives, after_each=after)
+        blocked_before = [s.blocked if s is not None else 0 for s in self.skills]
         self._finish_skills(results, lift_results)
-        self.recorder.tick(self.tick, primitives, results, self.skills)
+        blocked = [
+            s is not None and s.blocked > b
+            for s, b in zip(self.skills, blocked_before, strict=True)
+        ]
+        self.recorder.tick(self.tick, primitives, results, self.skills, blocked)
         self.tick += 1
         for k, a in enumerate(world.agents):
             self.visited[k].add((a.i, a.j))

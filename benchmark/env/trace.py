@@ -1,9 +1,11 @@
 """Episode traces: everything needed to replay an episode, and the replay itself.
 
 A trace is a JSON-serialisable dict: versions, the episode config, the checklist, every
-decision (the agents' action texts at each decision point), every message, a compact per-tick
-record (each agent's primitive action and whether it succeeded, credited atoms), and the final
-outcome. Its ``trace_hash`` is the SHA-256 of its canonical JSON without the hash itself.
+decision (the agents' action texts at each decision point) and the skills they started, every
+message, a compact per-tick record (each agent's primitive action, whether it succeeded, its
+running skill, whether another agent blocked it), every change of an atom with the agent whose
+action caused it, and the final outcome. Its ``trace_hash`` is the SHA-256 of its canonical
+JSON without the hash itself.
 :func:`replay` re-executes the decisions and must reproduce the checklist and the hash.
 """
 
@@ -74,16 +76,13 @@ class TraceRecorder:
             {"tick": tick, "agent": agent, "atom": index, "satisfied": satisfied}
         )
 
-    def tick(self, tick: int, primitives: list, results: list, skills: list) -> None:
+    def tick(self, tick: int, primitives: list, results: list, skills: list, blocked: list) -> None:
+        """One row per tick: per agent [primitive, succeeded, running skill, blocked by others]."""
         row = []
-        for p, r, s in zip(primitives, results, skills, strict=True):
-            row.append(
-                [
-                    p["action"] if p else None,
-                    None if r is None else bool(r.success),
-                    None if s is None else s.name,
-                ]
-            )
+        for p, r, s, b in zip(primitives, results, skills, blocked, strict=True):
+            action = p["action"] if p else None
+            ok = None if r is None else bool(r.success)
+            row.append([action, ok, None if s is None else s.name, bool(b)])
         self.trace["ticks"].append(row)
 
     def finish(self) -> None:
