@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.env.grammar import PLAIN_SKILLS, TARGETED_SKILLS
+from benchmark.skill_names import PLAIN_SKILLS, TARGETED_SKILLS
 
 
 class RandomTeam:

@@ -20,23 +20,10 @@ from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
 from benchmark.sim.scene import object_type_counts
+from benchmark.skill_names import SKILLS
 
 FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch-off")
 AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
-SKILLS = (
-    "navigate",
-    "pickup",
-    "put",
-    "open",
-    "close",
-    "toggle_on",
-    "toggle_off",
-    "slice",
-    "lift",
-    "explore",
-    "wait",
-    "done",
-)
 _ID = re.compile(r"^[a-z][a-z0-9_]*_v\d+$")
 _TOP_FIELDS = {
     "id",

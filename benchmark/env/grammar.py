@@ -14,20 +14,8 @@ import re
 from dataclasses import dataclass
 
 from benchmark.sim.actions import ACTIONS
+from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
 
-TARGETED_SKILLS = (
-    "navigate",
-    "pickup",
-    "put",
-    "open",
-    "close",
-    "toggle_on",
-    "toggle_off",
-    "slice",
-    "lift",
-)
-PLAIN_SKILLS = ("explore", "wait", "done")
-SKILLS = TARGETED_SKILLS + PLAIN_SKILLS
 _RECIPIENT = re.compile(r"^(all|agent_\d+)$")
 
 
