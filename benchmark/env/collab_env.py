@@ -190,18 +190,23 @@ class CollabEnv(ParallelEnv):
     # ------------------------------------------------------------------ decisions
     def _decide(self, k: int, text: Any) -> None:
         self.decisions[k] += 1
-        name = self.possible_agents[k]
         try:
             call = parse_action(text, self.options.action_level)
         except ParseError as err:
-            self._start(k, Skill("invalid"), text, fail=f"could not parse action: {err}")
+            skill = Skill("invalid")
+            self._start(k, skill, text, fail=f"could not parse action: {err}")
+            skill.record = self.recorder.skill(
+                self.tick, self.possible_agents[k], "invalid", None, False
+            )
             return
         delay = 0
         if call.say is not None:
             delay = self._send(k, call)
         skill, problem = self._make_skill(k, call)
         self._start(k, skill, text, fail=problem, delay=delay)
-        self.recorder.skill(self.tick, name, call.name, call.target, problem is None)
+        skill.record = self.recorder.skill(
+            self.tick, self.possible_agents[k], call.name, call.target, problem is None
+        )
 
     def _send(self, k: int, call: Call) -> int:
         say = call.say
@@ -451,6 +456,8 @@ class CollabEnv(ParallelEnv):
             if skill.finished:
                 text = self.last[k][0]
                 self.last[k] = (text, skill.success, skill.feedback)
+                if skill.record is not None:
+                    skill.record.update(end=self.tick, success=skill.success)
 
     def _see_all(self) -> None:
         if self.options.observability == "full":

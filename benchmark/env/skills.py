@@ -63,6 +63,7 @@ class Skill:
     feedback: str = ""
     primitive: dict | None = field(default=None, repr=False)
     delay: int = 0  # ticks to spend talking before the skill starts
+    record: dict | None = field(default=None, repr=False)  # its entry in the trace
 
     def finish(self, success: bool, feedback: str) -> None:
         self.finished, self.success, self.feedback = True, success, feedback

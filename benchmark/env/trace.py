@@ -66,10 +66,19 @@ class TraceRecorder:
     def decisions(self, tick: int, actions: dict[str, str]) -> None:
         self.trace["decisions"].append({"tick": tick, "actions": dict(actions)})
 
-    def skill(self, tick: int, agent: str, name: str, target: str | None, accepted: bool) -> None:
-        self.trace["skills"].append(
-            {"tick": tick, "agent": agent, "skill": name, "target": target, "accepted": accepted}
-        )
+    def skill(self, tick: int, agent: str, name: str, target: str | None, accepted: bool) -> dict:
+        """Log a decision's skill; ``end`` and ``success`` are filled in when it finishes."""
+        record = {
+            "tick": tick,
+            "agent": agent,
+            "skill": name,
+            "target": target,
+            "accepted": accepted,
+            "end": None,
+            "success": None,
+        }
+        self.trace["skills"].append(record)
+        return record
 
     def atom(self, tick: int, agent: str, index: int, satisfied: bool) -> None:
         self.trace["atoms"].append(

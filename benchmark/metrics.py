@@ -1,0 +1,238 @@
+"""Task and emergent-collaboration metrics, computed from episode traces (DESIGN.md section 7).
+
+Per episode (:func:`episode_metrics`), with s_i the checklist atoms credited to agent i (atoms
+satisfied at the end, credited to the agent whose action last made them true) and L the ticks:
+
+* ``SR`` all atoms hold at the end; ``TR`` satisfied atoms / atoms;
+* ``C`` target objects (the objects the checklist is about) that some agent successfully acted
+  on, over all target objects; failed actions do not count;
+* ``B`` = min_i s_i / (max_i s_i + 1e-4), every agent counted;
+* ``L`` ticks and ``L_decisions`` decisions (LLM calls for LLM agents);
+* ``workload_entropy`` H(p) / log n and ``workload_gini`` of p_i = s_i / sum_j s_j (None when
+  undefined: one agent, or nothing credited);
+* ``redundancy`` the share of atoms attempted (an accepted object skill on the atom's object) by
+  more than one agent; ``wasted_action_rate`` failed or no-progress (``wait``) decisions over
+  all decisions;
+* ``blocked_ticks`` ticks agents spent blocked by another agent, ``collisions`` moves that
+  failed because another agent took the cell;
+* ``messages``, ``message_tokens``, ``influence_rate`` the share of (message, recipient) pairs
+  after which the recipient's next subtask differs from its previous one (pairs where the
+  recipient decided both before and after; None without such pairs).
+
+Across episodes: ``speedup`` L_1 / L_n against the single-agent reference of the same baseline
+on the same task, scene and seed, ``parallel_efficiency`` speedup / n, ``EI`` 1 - L_n / L_1
+(:func:`add_reference_metrics`); ``specialisation`` the normalised mutual information between
+agent identity and subtask type over a run's decisions (:func:`specialisation`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+OBJECT_SKILLS = frozenset(
+    {"pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice", "lift"}
+)
+# Primitive-level actions map onto the same subtask types.
+PRIMITIVE_SKILL = {
+    "PickupObject": "pickup",
+    "PutObject": "put",
+    "OpenObject": "open",
+    "CloseObject": "close",
+    "ToggleObjectOn": "toggle_on",
+    "ToggleObjectOff": "toggle_off",
+    "SliceObject": "slice",
+}
+METRIC_NAMES = (
+    "SR",
+    "TR",
+    "C",
+    "B",
+    "L",
+    "L_decisions",
+    "workload_entropy",
+    "workload_gini",
+    "redundancy",
+    "wasted_action_rate",
+    "blocked_ticks",
+    "collisions",
+    "messages",
+    "message_tokens",
+    "influence_rate",
+)
+
+
+def _kind(skill: str) -> str:
+    return PRIMITIVE_SKILL.get(skill, skill)
+
+
+def _atom_subject(key: str) -> str:
+    """The subject of an atom key (``inside(Apple|...,Fridge)=true``, ``#2 isCooked(X)=true``)."""
+    body = key.split(" ", 1)[1] if key.startswith("#") else key
+    inner = body[body.index("(") + 1 : body.rindex(")")]
+    return inner.split(",")[0]
+
+
+def _matches(subject: str, object_id: str | None) -> bool:
+    if object_id is None:
+        return False
+    if "|" in subject:
+        return object_id == subject
+    return object_id.split("|")[0] == subject or f"|{subject}_" in object_id
+
+
+def credited_atoms(trace: dict[str, Any]) -> dict[str, int]:
+    """s_i: atoms satisfied at the end, credited to the agent whose action last made them true."""
+    agents = _agents(trace)
+    last: dict[int, str] = {}
+    for event in trace["atoms"]:
+        if event["satisfied"]:
+            last[event["atom"]] = event["agent"]
+        else:
+            last.pop(event["atom"], None)
+    s = dict.fromkeys(agents, 0)
+    for atom, ok in enumerate(trace["final"]["satisfied"]):
+        if ok and atom in last:
+            s[last[atom]] += 1
+    return s
+
+
+def _agents(trace: dict[str, Any]) -> list[str]:
+    return [f"agent_{k}" for k in range(trace["config"]["n_agents"])]
+
+
+def balance(s: Sequence[float]) -> float:
+    return min(s) / (max(s) + 1e-4)
+
+
+def workload_entropy(s: Sequence[float]) -> float | None:
+    total = sum(s)
+    if len(s) < 2 or total <= 0:
+        return None
+    h = -sum(x / total * math.log(x / total) for x in s if x > 0)
+    return h / math.log(len(s))
+
+
+def gini(s: Sequence[float]) -> float | None:
+    total = sum(s)
+    if total <= 0:
+        return None
+    n = len(s)
+    return sum(abs(a - b) for a in s for b in s) / (2 * n * total)
+
+
+def influence_rate(trace: dict[str, Any]) -> float | None:
+    """Share of delivered (message, recipient) pairs after which the recipient's next subtask
+    (skill and target) differs from the one it chose before the message."""
+    decisions: dict[str, list[tuple[int, tuple]]] = {a: [] for a in _agents(trace)}
+    for rec in trace["skills"]:
+        decisions[rec["agent"]].append((rec["tick"], (rec["skill"], rec["target"])))
+    pairs = influenced = 0
+    for msg in trace["messages"]:
+        if not msg["delivered"]:
+            continue
+        for r in msg["recipients"]:
+            before = [d for t, d in decisions[r] if t <= msg["tick"]]
+            after = [d for t, d in decisions[r] if t > msg["tick"]]
+            if not before or not after:
+                continue
+            pairs += 1
+            influenced += after[0] != before[-1]
+    return influenced / pairs if pairs else None
+
+
+def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
+    """Every per-episode metric of one trace, under its DESIGN.md name."""
+    final = trace["final"]
+    satisfied = final["satisfied"]
+    n_atoms = len(satisfied)
+    agents = _agents(trace)
+    s = credited_atoms(trace)
+    shares = [s[a] for a in agents]
+    subjects = [_atom_subject(k) for k in trace["checklist"]]
+    targets = {x for x in subjects if "|" in x} | {x for x in subjects if "|" not in x}
+    acted = set()
+    attempts: dict[int, set[str]] = {i: set() for i in range(n_atoms)}
+    failed = idle = 0
+    for rec in trace["skills"]:
+        kind = _kind(rec["skill"])
+        if rec["success"] is False or not rec["accepted"]:
+            failed += 1
+        elif kind == "wait":
+            idle += 1
+        if kind not in OBJECT_SKILLS or not rec["accepted"]:
+            continue
+        for i, subject in enumerate(subjects):
+            if _matches(subject, rec["target"]):
+                attempts[i].add(rec["agent"])
+                if rec["success"]:
+                    acted.add(subject)
+    decisions = len(trace["skills"])
+    blocked = sum(1 for row in trace["ticks"] for cell in row if cell[3])
+    collisions = sum(
+        1
+        for row in trace["ticks"]
+        for cell in row
+        if cell[0] == "Teleport" and cell[1] is False and cell[2] in ("navigate", "explore")
+    )
+    messages = trace["messages"]
+    return {
+        "SR": float(bool(final["success"])),
+        "TR": sum(satisfied) / n_atoms if n_atoms else 0.0,
+        "C": len(acted) / len(targets) if targets else 0.0,
+        "B": balance(shares),
+        "L": final["ticks"],
+        "L_decisions": decisions,
+        "workload_entropy": workload_entropy(shares),
+        "workload_gini": gini(shares),
+        "redundancy": sum(len(a) > 1 for a in attempts.values()) / n_atoms if n_atoms else 0.0,
+        "wasted_action_rate": (failed + idle) / decisions if decisions else 0.0,
+        "blocked_ticks": blocked,
+        "collisions": collisions,
+        "messages": len(messages),
+        "message_tokens": sum(m["tokens"] for m in messages),
+        "influence_rate": influence_rate(trace),
+        "credited": shares,
+    }
+
+
+def add_reference_metrics(row: dict[str, Any], reference_ticks: int | None) -> dict[str, Any]:
+    """Add speedup, parallel efficiency and EI given L_1 of the single-agent reference run."""
+    n = row["n_agents"]
+    if not reference_ticks or not row.get("L"):
+        row.update(speedup=None, parallel_efficiency=None, EI=None)
+        return row
+    speedup = reference_ticks / row["L"]
+    row.update(speedup=speedup, parallel_efficiency=speedup / n, EI=1 - row["L"] / reference_ticks)
+    return row
+
+
+def _entropy(counts: Iterable[int]) -> float:
+    counts = [c for c in counts if c > 0]
+    total = sum(counts)
+    return -sum(c / total * math.log(c / total) for c in counts) if total else 0.0
+
+
+def specialisation(traces: Iterable[dict[str, Any]]) -> float | None:
+    """NMI between agent identity and subtask type over the object-skill decisions of a run:
+    I(agent; type) / sqrt(H(agent) H(type)); None without decisions, 0 if either is constant."""
+    joint: Counter = Counter()
+    for trace in traces:
+        for rec in trace["skills"]:
+            kind = _kind(rec["skill"])
+            if rec["accepted"] and kind in OBJECT_SKILLS:
+                joint[(rec["agent"], kind)] += 1
+    if not joint:
+        return None
+    agents: Counter = Counter()
+    kinds: Counter = Counter()
+    for (a, k), c in joint.items():
+        agents[a] += c
+        kinds[k] += c
+    ha, hk = _entropy(agents.values()), _entropy(kinds.values())
+    if ha == 0 or hk == 0:
+        return 0.0
+    mutual = ha + hk - _entropy(joint.values())
+    return mutual / math.sqrt(ha * hk)

@@ -1,0 +1,203 @@
+"""Each metric on hand-built traces with hand-computed answers, including the edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmark.metrics import (
+    add_reference_metrics,
+    balance,
+    episode_metrics,
+    gini,
+    specialisation,
+    workload_entropy,
+)
+
+
+def trace(
+    n: int = 2,
+    satisfied=(True, True),
+    success=None,
+    ticks: int = 10,
+    skills=(),
+    atoms=(),
+    messages=(),
+    rows=(),
+    checklist=None,
+) -> dict:
+    checklist = checklist or [f"inside(Apple|{k}|0|0,Fridge)=true" for k in range(len(satisfied))]
+    return {
+        "config": {"n_agents": n},
+        "checklist": checklist,
+        "skills": [
+            {
+                "tick": t,
+                "agent": a,
+                "skill": s,
+                "target": tg,
+                "accepted": acc,
+                "end": t,
+                "success": ok,
+            }
+            for t, a, s, tg, acc, ok in skills
+        ],
+        "atoms": [{"tick": t, "agent": a, "atom": i, "satisfied": v} for t, a, i, v in atoms],
+        "messages": [
+            {"tick": t, "sender": s, "recipients": list(r), "tokens": tok, "delivered": d}
+            for t, s, r, tok, d in messages
+        ],
+        "ticks": list(rows),
+        "final": {
+            "satisfied": list(satisfied),
+            "success": all(satisfied) if success is None else success,
+            "ticks": ticks,
+        },
+    }
+
+
+A0, A1 = "Apple|0|0|0", "Apple|1|0|0"
+
+
+def test_a_two_agent_episode_where_each_did_one_atom() -> None:
+    t = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (0, "agent_1", "pickup", A1, True, True),
+            (2, "agent_0", "put", "Fridge|9|9|9", True, True),
+            (2, "agent_1", "wait", None, True, True),
+            (3, "agent_1", "put", "Fridge|9|9|9", True, False),
+        ],
+        atoms=[(2, "agent_0", 0, True), (5, "agent_1", 1, True)],
+    )
+    m = episode_metrics(t)
+    assert m["SR"] == 1.0 and m["TR"] == 1.0 and m["C"] == 1.0
+    assert m["credited"] == [1, 1]
+    assert m["B"] == pytest.approx(1 / 1.0001)
+    assert m["workload_entropy"] == pytest.approx(1.0) and m["workload_gini"] == 0.0
+    assert m["L"] == 10 and m["L_decisions"] == 5
+    assert m["wasted_action_rate"] == pytest.approx(2 / 5)  # one wait, one failed put
+    assert m["redundancy"] == 0.0
+
+
+def test_an_idle_agent_counts_in_balance_and_workload() -> None:
+    t = trace(n=3, atoms=[(1, "agent_0", 0, True), (2, "agent_1", 1, True)])
+    m = episode_metrics(t)
+    assert m["credited"] == [1, 1, 0]
+    assert m["B"] == 0.0
+    assert m["workload_entropy"] == pytest.approx(math.log(2) / math.log(3))
+    assert m["workload_gini"] == pytest.approx(4 / (2 * 3 * 2))  # sum of |s_i - s_j| over 2 n sum s
+
+
+def test_a_single_agent_has_balance_one_and_no_entropy() -> None:
+    t = trace(n=1, atoms=[(1, "agent_0", 0, True), (2, "agent_0", 1, True)])
+    m = episode_metrics(t)
+    assert m["B"] == pytest.approx(2 / 2.0001)
+    assert m["workload_entropy"] is None and m["workload_gini"] == 0.0
+
+
+def test_partial_success_undone_atoms_and_failed_interactions() -> None:
+    t = trace(
+        satisfied=(True, False),
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (0, "agent_1", "pickup", A1, True, False),
+            (1, "agent_1", "pickup", A0, True, False),
+        ],
+        atoms=[
+            (1, "agent_1", 0, True),
+            (2, "agent_1", 0, False),
+            (3, "agent_0", 0, True),
+            (4, "agent_1", 1, True),
+            (5, "agent_1", 1, False),
+        ],
+    )
+    m = episode_metrics(t)
+    assert m["SR"] == 0.0 and m["TR"] == 0.5
+    assert m["credited"] == [1, 0]  # atom 0 last made true by agent_0; atom 1 undone
+    assert m["C"] == 0.5  # the failed pickup of Apple|1 does not count
+    assert m["redundancy"] == 0.5  # both agents went for Apple|0
+
+
+def test_nothing_credited_gives_zero_balance_and_undefined_workload() -> None:
+    m = episode_metrics(trace(satisfied=(False, False)))
+    assert m["B"] == 0.0 and m["workload_entropy"] is None and m["workload_gini"] is None
+    assert m["wasted_action_rate"] == 0.0 and m["L_decisions"] == 0
+
+
+def test_type_level_atoms_match_created_objects() -> None:
+    t = trace(
+        satisfied=(True,),
+        checklist=["#1 isCooked(BreadSliced)=true"],
+        skills=[(0, "agent_0", "pickup", "Bread|1|2|3|BreadSliced_0", True, True)],
+        atoms=[(3, "agent_0", 0, True)],
+    )
+    assert episode_metrics(t)["C"] == 1.0
+
+
+def test_interference_counts_blocked_ticks_and_failed_moves() -> None:
+    rows = [
+        [["Teleport", True, "navigate", False], ["Teleport", False, "navigate", True]],
+        [[None, None, "navigate", True], ["Teleport", True, "navigate", False]],
+        [["PickupObject", False, "pickup", False], [None, None, "wait", False]],
+    ]
+    m = episode_metrics(trace(rows=rows))
+    assert m["blocked_ticks"] == 2 and m["collisions"] == 1
+
+
+def test_zero_messages_and_influence() -> None:
+    m = episode_metrics(trace())
+    assert m["messages"] == 0 and m["message_tokens"] == 0 and m["influence_rate"] is None
+    t = trace(
+        n=3,
+        skills=[
+            (0, "agent_1", "navigate", "Apple|0|0|0", True, True),
+            (0, "agent_2", "navigate", "Mug|0|0|0", True, True),
+            (4, "agent_1", "navigate", "Fridge|9|9|9", True, True),
+            (4, "agent_2", "navigate", "Mug|0|0|0", True, True),
+        ],
+        messages=[
+            (2, "agent_0", ("agent_1", "agent_2"), 5, True),
+            (3, "agent_0", ("agent_1",), 7, False),
+        ],
+    )
+    m = episode_metrics(t)
+    assert m["messages"] == 2 and m["message_tokens"] == 12
+    assert (
+        m["influence_rate"] == 0.5
+    )  # agent_1 switched after the delivered message, agent_2 did not
+
+
+def test_reference_metrics() -> None:
+    row = add_reference_metrics({"n_agents": 2, "L": 20}, 30)
+    assert row["speedup"] == 1.5 and row["parallel_efficiency"] == 0.75
+    assert row["EI"] == pytest.approx(1 / 3)
+    assert add_reference_metrics({"n_agents": 2, "L": 20}, None)["speedup"] is None
+
+
+def test_specialisation_is_one_when_each_agent_has_its_own_subtask_type() -> None:
+    split = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (1, "agent_0", "pickup", A1, True, True),
+            (0, "agent_1", "toggle_off", "Lamp|0|0|0", True, True),
+        ]
+    )
+    assert specialisation([split]) == pytest.approx(1.0)
+    mixed = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (1, "agent_0", "put", "F|0|0|0", True, True),
+            (0, "agent_1", "pickup", A1, True, True),
+            (1, "agent_1", "put", "F|0|0|0", True, True),
+        ]
+    )
+    assert specialisation([mixed]) == pytest.approx(0.0)
+    assert specialisation([trace()]) is None
+
+
+def test_formulas_directly() -> None:
+    assert balance([0, 0]) == 0.0
+    assert gini([1, 0]) == pytest.approx(0.5)
+    assert workload_entropy([3]) is None
