@@ -12,6 +12,7 @@ the agent's own actions satisfied (minus those they undid), both divided by the 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -98,6 +99,7 @@ class CollabEnv(ParallelEnv):
         self.agents: list[str] = []
         self.render_mode = "rgb_array"
         self.episode: Episode | None = None
+        self.tick_hook: Callable[[CollabEnv], None] | None = None  # called after every tick
 
     # ------------------------------------------------------------------ spaces
     @functools.cache  # noqa: B019  (PettingZoo wants the same object back)
@@ -340,6 +342,8 @@ class CollabEnv(ParallelEnv):
         ]
         self.recorder.tick(self.tick, primitives, results, self.skills, blocked)
         self.tick += 1
+        if self.tick_hook is not None:
+            self.tick_hook(self)
         for k, a in enumerate(world.agents):
             self.visited[k].add((a.i, a.j))
         self._see_all()

@@ -1,0 +1,182 @@
+"""The main job: evaluate a baseline on a suite and report task and collaboration metrics.
+
+Called by ``python -m benchmark.run`` (Hydra). Builds the episode jobs, skips those the run
+directory already holds, runs the rest inline or on Ray, records each row as it finishes, then
+writes ``summary.md`` / ``summary.csv`` and prints the summary table.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
+from benchmark.runner.jobs import Job
+from benchmark.runner.loggers import MetricLoggers
+from benchmark.runner.results import RunDirectory
+from benchmark.runner.summary import comm_deltas, summarize, write_summary
+from benchmark.tasks import load_task
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if value is None:
+        return None
+    return list(value) if isinstance(value, list | tuple) or OmegaConf.is_list(value) else [value]
+
+
+def build_jobs(cfg: DictConfig) -> list[Job]:
+    """Every episode of the run, the one-agent references included when ``reference`` is set."""
+    if not cfg.suite.entries:
+        raise ValueError(f"suite {cfg.suite.name!r} has no entries")
+    baseline = cfg.baseline
+    env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
+    team_kwargs = OmegaConf.to_container(baseline.kwargs)
+    jobs: list[Job] = []
+    for entry in cfg.suite.entries:
+        task = load_task(entry.task)
+        sizes = _as_list(cfg.n_agents) or list(entry.n_agents)
+        seeds = _as_list(cfg.seeds) or list(entry.seeds)
+        for n in sizes:
+            if not task.min_agents <= n <= task.max_agents:
+                raise ValueError(
+                    f"suite entry {entry.task}: n_agents={n} is outside the task's "
+                    f"range {task.min_agents}-{task.max_agents}"
+                )
+        for comm in _as_list(cfg.comm):
+            for seed in seeds:
+                for n in sizes:
+                    jobs.append(
+                        Job(
+                            entry.task,
+                            entry.split,
+                            int(n),
+                            int(seed),
+                            bool(comm),
+                            baseline.name,
+                            team_kwargs,
+                            env_options,
+                        )
+                    )
+                if cfg.reference and 1 not in sizes:
+                    jobs.append(
+                        Job(
+                            entry.task,
+                            entry.split,
+                            1,
+                            int(seed),
+                            bool(comm),
+                            baseline.name,
+                            team_kwargs,
+                            env_options,
+                            reference=True,
+                        )
+                    )
+    keys = [j.key for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("the suite lists the same episode twice")
+    return jobs
+
+
+def _summary_table(table: list[dict[str, Any]]) -> Table:
+    out = Table(title="Results (mean [95% CI])")
+    for col in ("baseline", "comm", "n", "family", "eps", "err", "SR", "TR", "B", "L", "speedup"):
+        out.add_column(col)
+
+    def fmt(cell: dict[str, Any]) -> str:
+        if cell["mean"] is None:
+            return "-"
+        return f"{cell['mean']:.2f} ± {(cell['hi'] - cell['lo']) / 2:.2f}"
+
+    for rec in table:
+        out.add_row(
+            rec["baseline"],
+            "on" if rec["comm"] else "off",
+            str(rec["n_agents"]),
+            rec["family"],
+            str(rec["episodes"]),
+            str(rec["errors"]),
+            fmt(rec["SR"]),
+            fmt(rec["TR"]),
+            fmt(rec["B"]),
+            fmt(rec["L"]),
+            fmt(rec["speedup"]),
+        )
+    return out
+
+
+def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
+    """Run (or resume) the configured evaluation; returns the overall summary records."""
+    console = console or Console(width=None if Console().is_terminal else 130)
+    root = Path(cfg.output_dir).resolve()
+    rundir = RunDirectory(root)
+    container = OmegaConf.to_container(cfg, resolve=True)
+    (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    manifest = rundir.write_manifest(container, cfg.suite.version)
+    jobs = build_jobs(cfg)
+    done = rundir.done()
+    todo = [j for j in jobs if j.key not in done]
+    stamp = {
+        "config_hash": manifest["config_hash"],
+        "code_version": manifest["code_version"],
+        "suite": cfg.suite.name,
+        "suite_version": cfg.suite.version,
+    }
+    loggers = MetricLoggers(cfg.logger, root, root.name, container)
+    tmp, inside = ray_tmpdir(Path(cfg.ray.tmpdir) if cfg.ray.tmpdir else root / "ray")
+    if cfg.workers > 0 and not inside:
+        manifest["ray_tmpdir"] = str(tmp)
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    console.print(
+        f"{len(jobs)} episodes ({len(jobs) - len(todo)} already in {root}), "
+        f"{'inline' if cfg.workers == 0 else f'{cfg.workers} Ray workers'}"
+    )
+    results = (
+        run_inline(todo, cfg.retries)
+        if cfg.workers == 0
+        else run_on_ray(todo, cfg.workers, cfg.retries, cfg.ray.address, tmp)
+    )
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    try:
+        with Progress(*columns, console=console, disable=not cfg.logger.console) as progress:
+            bar = progress.add_task("episodes", total=len(todo))
+            for result in results:
+                row = rundir.record({**result["row"], **stamp}, result["trace"])
+                loggers.log_episode(row)
+                if cfg.replay and result["trace"] is not None:
+                    from benchmark.viewer import write_episode_media
+
+                    write_episode_media(
+                        result["trace"], rundir.media / row["key"].replace("/", "__")
+                    )
+                progress.advance(bar)
+    finally:
+        loggers.close()
+        if cfg.workers > 0 and not inside:
+            shutil.rmtree(tmp, ignore_errors=True)
+    rows = rundir.rows()
+    table = summarize(rows, rundir.load_trace)
+    deltas = comm_deltas(rows)
+    write_summary(root, table, deltas)
+    if cfg.logger.console:
+        console.print(
+            _summary_table(
+                [r for r in table if r["family"] == "all"]
+                + [r for r in table if r["family"] != "all"]
+            )
+        )
+        console.print(
+            f"Wrote {len(rows)} episode rows, traces and summary.md/summary.csv to {root}"
+        )
+    return {"table": table, "deltas": deltas, "rows": rows, "root": root}

@@ -1,0 +1,92 @@
+"""Episode jobs: what one worker runs, and the result row it produces.
+
+A job never raises: an episode that raises is retried ``retries`` times, then returned as an
+error row carrying the message, so nothing is ever silently dropped.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from benchmark.agents import make_team
+from benchmark.env import make_env
+from benchmark.metrics import episode_metrics
+from benchmark.rollout import run_episode
+from benchmark.tasks import load_task
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to run (everything a result depends on)."""
+
+    task: str
+    split: str
+    n_agents: int
+    seed: int
+    comm: bool
+    baseline: str
+    team_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_options: dict[str, Any] = field(default_factory=dict)
+    reference: bool = False
+
+    @property
+    def key(self) -> str:
+        """Unique, readable id of the episode within a run."""
+        role = "ref" if self.reference else "run"
+        return (
+            f"{self.baseline}/{self.task}/{self.split}/n{self.n_agents}/s{self.seed}/"
+            f"comm{int(self.comm)}/{role}"
+        )
+
+
+def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
+    task = load_task(job.task)
+    options = {**job.env_options, "comm": job.comm, "split": job.split}
+    if job.reference:
+        options["strict_agents"] = False
+    env = make_env(task, n_agents=job.n_agents, seed=job.seed, **options)
+    trace = run_episode(env, make_team(job.baseline, **job.team_kwargs), seed=job.seed)
+    row = {
+        "task": job.task,
+        "family": task.family,
+        "task_version": task.version,
+        "scene": trace["config"]["scene"],
+        **episode_metrics(trace),
+        "trace_hash": trace["trace_hash"],
+    }
+    return row, trace
+
+
+def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
+    """Run ``job``; returns ``{"job": ..., "row": ..., "trace": ... or None}``."""
+    base = {
+        "key": job.key,
+        "split": job.split,
+        "seed": job.seed,
+        "n_agents": job.n_agents,
+        "baseline": job.baseline,
+        "comm": job.comm,
+        "reference": job.reference,
+    }
+    errors = []
+    for attempt in range(retries + 1):
+        try:
+            row, trace = _episode(job)
+        except Exception as err:  # any failure of one episode is recorded, never fatal
+            errors.append(f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=4)}")
+            continue
+        return {
+            "job": asdict(job),
+            "row": {**base, **row, "status": "ok", "attempts": attempt + 1},
+            "trace": trace,
+        }
+    row = {
+        **base,
+        "task": job.task,
+        "status": "error",
+        "attempts": retries + 1,
+        "error": errors[-1].strip(),
+    }
+    return {"job": asdict(job), "row": row, "trace": None}

@@ -1,0 +1,114 @@
+"""The run directory: resolved config, manifest, append-only episode rows, and traces.
+
+``episodes.jsonl`` gets one JSON line per finished episode, flushed and synced at once;
+re-running into the same directory reads it back and skips what is already there, so a
+resumed run neither repeats nor loses episodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from benchmark import __version__
+from benchmark.paths import REPO_ROOT
+
+PACKAGES = ("numpy", "hydra-core", "omegaconf", "pettingzoo", "gymnasium", "ray", "torch")
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Hash of the parts of the config that decide the results (not workers, loggers, paths)."""
+    relevant = {
+        k: config[k]
+        for k in ("suite", "baseline", "llm", "env", "n_agents", "seeds", "comm", "reference")
+        if k in config
+    }
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]
+
+
+def code_version() -> str:
+    """Package version plus the git commit (and '+dirty') when run from a checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        commit = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__}+{commit}" if commit else __version__
+
+
+class RunDirectory:
+    """Files of one run under ``root``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.traces = self.root / "traces"
+        self.media = self.root / "episodes"
+        self.rows_path = self.root / "episodes.jsonl"
+        self.traces.mkdir(parents=True, exist_ok=True)
+
+    def write_manifest(self, config: dict[str, Any], suite_version: str) -> dict[str, Any]:
+        versions = {}
+        for name in PACKAGES:
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = None
+        manifest = {
+            "config_hash": config_hash(config),
+            "code_version": code_version(),
+            "suite": config["suite"]["name"],
+            "suite_version": suite_version,
+            "python": platform.python_version(),
+            "packages": versions,
+        }
+        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        return manifest
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Rows recorded so far; a torn last line (a crash mid-write) is ignored."""
+        if not self.rows_path.exists():
+            return []
+        out = []
+        for line in self.rows_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
+    def done(self) -> set[str]:
+        return {r["key"] for r in self.rows()}
+
+    def trace_path(self, key: str) -> Path:
+        return self.traces / (key.replace("/", "__") + ".json")
+
+    def record(self, row: dict[str, Any], trace: dict[str, Any] | None) -> dict[str, Any]:
+        """Write the trace (if any), then append the row; returns the row as written."""
+        if trace is not None:
+            path = self.trace_path(row["key"])
+            tmp = path.with_suffix(".part")
+            tmp.write_text(json.dumps(trace))
+            os.replace(tmp, path)
+            row = {**row, "trace_path": str(path.relative_to(self.root))}
+        with self.rows_path.open("a") as handle:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        return row
+
+    def load_trace(self, row: dict[str, Any]) -> dict[str, Any]:
+        return json.loads((self.root / row["trace_path"]).read_text())
