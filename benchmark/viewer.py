@@ -90,7 +90,8 @@ def write_episode_media(trace: dict[str, Any], out_dir: Path, ms_per_frame: int 
     )
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:1em}} .cols{{display:flex;gap:2em;align-items:flex-start}}
+<style>body{{font-family:sans-serif;margin:1em}}
+.cols{{display:flex;gap:2em;align-items:flex-start}}
 table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 6px}}
 .scroll{{max-height:80vh;overflow:auto}}</style></head>
 <body><h1>{title}</h1>

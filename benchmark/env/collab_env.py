@@ -512,7 +512,8 @@ class CollabEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ extras
     def task_info(self) -> dict[str, Any]:
-        """What agents get at reset: the instruction, the team, capabilities and limits.
+        """What agents get at reset: the instruction, the goal clauses of the (public) task spec,
+        the team, capabilities and limits.
 
         Under full observability it also holds ``env``, this environment, for privileged
         reference teams (the oracle) that read the true state.
@@ -521,6 +522,7 @@ class CollabEnv(ParallelEnv):
             "task": self.task.id,
             "family": self.task.family,
             "instruction": self.instruction,
+            "goal": [_clause_text(c) for c in self.task.goal],
             "agents": list(self.possible_agents),
             "n_agents": self.n_agents,
             "capabilities": {
@@ -543,6 +545,12 @@ class CollabEnv(ParallelEnv):
 
     def close(self) -> None:
         self.agents = []
+
+
+def _clause_text(c: Any) -> str:
+    args = c.subject if c.target is None else f"{c.subject}, {c.target}"
+    quantifier = f"count>={c.count}" if c.quantifier == "count" else c.quantifier
+    return f"{quantifier}: {c.predicate}({args})={str(c.value).lower()}"
 
 
 def make_env(

@@ -3,7 +3,7 @@
 ``navigate`` walks one cell per tick along a shortest path (turning and stepping in the same
 tick) to a pose from which the target is seen, re-planning around other agents and waiting when
 they block every route; after ``PATIENCE`` blocked ticks it gives up. ``explore`` walks to the
-nearest cell the agent has not stood on and looks around. Object skills take one tick.
+unvisited cell away from the other agents and looks around. Object skills take one tick.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import HEADINGS, ActionResult, World
 
 PATIENCE = 6
+STRIDE = 4  # explore heads for unvisited cells at least this many steps away
+CANDIDATES = 12  # how many such cells explore weighs against the other agents' positions
 DETOUR = 6
 SLACK = 12
 SCAN_HORIZON = 30
@@ -170,7 +172,8 @@ class Navigate(Skill):
 
 @dataclass
 class Explore(Skill):
-    """Walk to the nearest cell not yet stood on, then look around (three quarter turns)."""
+    """Walk to an unvisited cell a few steps away, away from the other agents (see
+    :meth:`_frontier`), then look around (three quarter turns)."""
 
     visited: set[tuple[int, int]] = field(default_factory=set, repr=False)
     scans_left: int = 3
@@ -181,18 +184,47 @@ class Explore(Skill):
         a = world.agents[agent]
         here = (a.i, a.j)
         if self.destination is None:
-            unvisited = set(world.scene.reachable) - self.visited - {here}
-            path = shortest_path(world, here, unvisited, exclude=agent) if unvisited else None
-            if path is None:
+            self.destination = self._frontier(world, here, agent)
+            if self.destination is None:
                 self.finish(True, "nothing left to explore")
                 return None
-            self.destination = path[-1] if path else here
         if here != self.destination:
             path = shortest_path(world, here, {self.destination}, exclude=agent)
             if not path:
+                self.destination = None
                 return None
             return _teleport(*path[0], _heading(here, path[0]), SCAN_HORIZON)
         return {"action": "RotateRight"}
+
+    def _frontier(self, world: World, here: tuple[int, int], agent: int) -> tuple[int, int] | None:
+        """An unvisited cell to head for: among the first ``CANDIDATES`` unvisited cells at least
+        ``STRIDE`` steps away (walking around other agents), the one farthest from the other
+        agents, so that a team spreads out; else the nearest unvisited cell."""
+        others = [(a.i, a.j) for k, a in enumerate(world.agents) if k != agent]
+        dist = {here: 0}
+        queue = [here]
+        near, far = None, []
+        for cell in queue:
+            for dx, dz in HEADINGS.values():
+                nxt = (cell[0] + dx, cell[1] + dz)
+                if nxt in dist or nxt not in world.scene.reachable_set or nxt in others:
+                    continue
+                dist[nxt] = dist[cell] + 1
+                queue.append(nxt)
+                if nxt not in self.visited:
+                    near = near or nxt
+                    if dist[nxt] >= STRIDE:
+                        far.append(nxt)
+            if len(far) >= CANDIDATES:
+                break
+        if not far:
+            return near
+
+        def spread(c: tuple[int, int]) -> tuple[float, tuple[int, int]]:
+            gap = min((abs(c[0] - o[0]) + abs(c[1] - o[1]) for o in others), default=0)
+            return (gap - 0.5 * dist[c], c)
+
+        return max(far, key=spread)
 
     def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
         self.ticks += 1

@@ -57,3 +57,12 @@ def normalize_scene(scene: str) -> str:
         "(living rooms), FloorPlan301-330 (bedrooms) and FloorPlan401-430 (bathrooms), "
         "optionally with the suffix '_physics'"
     )
+
+
+def type_of_id(object_id: str) -> str:
+    """The object type an AI2-THOR objectId names: ``Apple|...`` -> ``Apple``, and for parts
+    ``Sink|...|SinkBasin`` -> ``SinkBasin``, ``Bread|...|BreadSliced_2`` -> ``BreadSliced``."""
+    parts = object_id.split("|")
+    if len(parts) > 4:
+        return parts[-1].split("_")[0]
+    return parts[0]
