@@ -6,7 +6,8 @@ goal clauses (public task information), remembers what it has seen, and:
 * works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone;
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
-* otherwise opens closed containers it has not searched, and explores.
+* otherwise opens closed containers it has not searched, closes them again once nothing wanted
+  is left inside (a tidy housemate), and explores.
 
 With communication off the same agents duplicate searches and chase the same objects, which is
 what the comm-ablation measures.
@@ -58,6 +59,7 @@ class HeuristicAgent:
         self.outbox: deque[str] = deque()
         self.reported: set[str] = set()
         self.mine: str | None = None
+        self.to_close: set[str] = set()  # searched containers it opened and will close again
 
     # ------------------------------------------------------------------ perception
     def observe(self, obs: dict[str, Any]) -> None:
@@ -68,10 +70,14 @@ class HeuristicAgent:
         for entry in obs["visible"]:
             oid = entry["objectId"]
             self.seen[oid] = dict(entry)
-            if self._wanted(oid) and oid not in self.reported:
+            if (self._wanted(oid) or self._destination(oid)) and oid not in self.reported:
                 self.reported.add(oid)
                 where = f" in {entry['in']}" if entry["in"] else ""
                 self.outbox.append(f"found {oid}{where}")
+        held = re.search(r"(\S+) is held by agent (\d+)", obs["feedback"])
+        if held and not obs["last_success"]:
+            self.claims[held.group(1)] = f"agent_{held.group(2)}"
+            self.claimed_at[held.group(1)] = self.tick
         for msg in obs["messages"]:
             m = _MESSAGE.match(msg["text"])
             if m is None:
@@ -99,6 +105,15 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ goal reading
     def _wanted(self, oid: str) -> bool:
         return any(self._clause_for(c, oid) for c in self.goal)
+
+    def _destination(self, oid: str) -> bool:
+        """Whether ``oid`` is where a goal wants things put (worth telling the others about)."""
+        return any(
+            c.predicate == "inside"
+            and c.target not in (None, HOME)
+            and (oid == c.target or _type(oid) == c.target)
+            for c in self.goal
+        )
 
     @staticmethod
     def _clause_for(c: Clause, oid: str) -> bool:
@@ -135,6 +150,12 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ acting
     def decide(self, obs: dict[str, Any]) -> str:
         action = self._choose(obs)
+        if (
+            self.mine is not None
+            and self.tick - self.claimed_at.get(self.mine, self.tick) > CLAIM_TTL // 2
+        ):
+            self.claimed_at[self.mine] = self.tick
+            self.outbox.appendleft(f"claim {self.mine}")
         if self.outbox:
             return f"{action} | say all: {self.outbox.popleft()}"
         return action
@@ -145,16 +166,34 @@ class HeuristicAgent:
     def _choose(self, obs: dict[str, Any]) -> str:
         visible = self._visible(obs)
         holding = obs["holding"]
+        tidy = self._tidy(visible)
+        if tidy is not None:
+            return tidy
         if holding:
             return self._deliver(holding, visible)
         for c, oid in sorted(self._todo(holding), key=lambda t: (t[1] not in visible, t[1])):
             if self.mine != oid:
                 self.mine = oid
                 self.claims[oid] = self.name
+                self.claimed_at[oid] = self.tick
                 self.outbox.appendleft(f"claim {oid}")
             return self._work_on(c, oid, visible)
         self.mine = None
         return self._search(visible)
+
+    def _tidy(self, visible: dict[str, dict[str, Any]]) -> str | None:
+        """Close a container it searched once nothing anyone wants is left inside."""
+        for container in sorted(self.to_close):
+            entry = visible.get(container)
+            if entry is None or "open" not in entry["state"].split(", "):
+                if entry is not None:
+                    self.to_close.discard(container)
+                continue
+            if any(e["in"] == container and self._wanted(o) for o, e in visible.items()):
+                continue
+            self.to_close.discard(container)
+            return f"close {container}"
+        return None
 
     def _work_on(self, c: Clause, oid: str, visible: dict[str, dict[str, Any]]) -> str:
         entry = self.seen[oid]
@@ -201,6 +240,7 @@ class HeuristicAgent:
             target = min(closed, key=lambda o: (o not in visible, o))
             if target in visible:
                 self.searched.add(target)
+                self.to_close.add(target)
                 self.outbox.append(f"searched {target}")
                 return f"open {target}"
             if self.claims.get(target) != self.name:

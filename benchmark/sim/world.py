@@ -149,7 +149,11 @@ class World:
         return (x + ox - hx, x + ox + hx, y + oy - hy, y + oy + hy, z + oz - hz, z + oz + hz)
 
     def visible(self, agent_index: int, index: int, box: Box | None = None) -> bool:
-        """AI2-THOR's ``visible`` for one agent and one object (``box``: its current box)."""
+        """AI2-THOR's ``visible`` for one agent and one object (``box``: its current box).
+
+        Seen geometrically (see :mod:`benchmark.sim.visibility`), or lying directly in an open
+        container the agent sees: looking into an open drawer shows what is in it.
+        """
         st = self.objs[index]
         if not st.active:
             return False
@@ -159,7 +163,7 @@ class World:
         if who < 0 and self.enclosed(index):
             return False
         agent = self.agents[agent_index]
-        return sees_box(
+        if sees_box(
             self.scene,
             agent.i * GRID_SIZE,
             agent.j * GRID_SIZE,
@@ -169,6 +173,16 @@ class World:
             self.box(index) if box is None else box,
             self.visibility_distance,
             self.fov,
+        ):
+            return True
+        parent = st.parent
+        return (
+            who < 0
+            and parent >= 0
+            and self.specs[index].pickupable
+            and self.specs[parent].openable
+            and self.objs[parent].is_open
+            and self.visible(agent_index, parent)
         )
 
     def distance(
