@@ -20,7 +20,7 @@ assets: $(INSTALLED)
 setup: assets
 
 run: setup
-	$(BIN)/python -m benchmark.demo
+	$(BIN)/python -m benchmark.run
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check benchmark baselines leaderboard tests
@@ -31,6 +31,7 @@ test: setup lint
 bench: setup
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
+	$(BIN)/python -m benchmark.bench run
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

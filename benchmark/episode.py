@@ -129,6 +129,11 @@ def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
             if p >= 0
         }
         _arrange(task, world, rng)
+        for kind in task.requires:
+            if not any(
+                s.object_type == kind and reachable_by_sight(world, s.index) for s in world.specs
+            ):
+                raise GoalError(f"no reachable {kind} in {scene}")
         atoms = ground(list(task.goal), world, homes, lambda k, w=world: reachable_by_sight(w, k))
         if not all(holds(world, a) for a in atoms):
             break

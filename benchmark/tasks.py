@@ -26,6 +26,7 @@ FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch
 AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
 _ID = re.compile(r"^[a-z][a-z0-9_]*_v\d+$")
 _TOP_FIELDS = {
+    "requires",
     "id",
     "family",
     "instructions",
@@ -87,6 +88,7 @@ class TaskSpec:
     max_decisions: int
     setup: Setup
     goal: tuple[Clause, ...]
+    requires: tuple[str, ...] = ()
     path: str = field(default="", compare=False)
 
     @property
@@ -101,6 +103,7 @@ class TaskSpec:
     def eligible_scenes(self, split: str | None = None) -> list[str]:
         """Candidate scenes (optionally within a split) holding every type the goal names."""
         needed = set().union(*(clause_types(c) for c in self.goal)) | set(self.setup.heavy)
+        needed |= set(self.requires)
         allowed = None
         if split is not None:
             splits = scene_splits()
@@ -238,6 +241,7 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
             goal.append(parse_clause(text))
         except GoalError as err:
             raise TaskSpecError(f"{path}: field 'goal[{k}]': {err}") from err
+    requires = _str_list(path, "requires", data.get("requires"))
     return TaskSpec(
         id=task_id,
         family=family,
@@ -251,6 +255,7 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         max_decisions=_positive_int(path, "limits.decisions", limits["decisions"]),
         setup=setup,
         goal=tuple(goal),
+        requires=requires,
         path=str(path),
     )
 

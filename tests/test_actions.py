@@ -436,3 +436,16 @@ def test_moved_objects_carry_their_bounding_boxes(kitchen: Controller) -> None:
         moved = [p[k] for p in after["objectOrientedBoundingBox"]["cornerPoints"]]
         recorded = [p[k] for p in before["objectOrientedBoundingBox"]["cornerPoints"]]
         assert sum(moved) / 8 - sum(recorded) / 8 == pytest.approx(shift[k])
+
+
+def test_line_of_sight_does_not_depend_on_the_order_of_queries() -> None:
+    scene = load_scene("FloorPlan201")
+    rng = __import__("numpy").random.default_rng(0)
+    cells = [scene.reachable[k] for k in rng.choice(len(scene.reachable), 40)]
+    targets = [(float(x), float(z)) for x, z in rng.uniform(-3, 3, size=(60, 2))]
+    queries = [(i * 0.25, j * 0.25, tx, tz) for i, j in cells for tx, tz in targets]
+    scene._los.clear()
+    forward = [scene.line_of_sight(*q) for q in queries]
+    scene._los.clear()
+    backward = [scene.line_of_sight(*q) for q in reversed(queries)][::-1]
+    assert forward == backward

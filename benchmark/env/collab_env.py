@@ -363,8 +363,8 @@ class CollabEnv(ParallelEnv):
 
     def _step_aside(self, primitives: list[dict | None]) -> None:
         """Courtesy rule: an agent standing on the cell a navigating agent waits for moves to a
-        free neighbouring cell when it is idle (waiting, done, or its action failed), or when
-        the two block each other head-on and it has the higher index."""
+        free neighbouring cell when it is idle or exploring (waiting, done, exploring, or its
+        action failed), or when the two block each other head-on and it has the higher index."""
         world = self.world
         for k, skill in enumerate(self.skills):
             wanted = getattr(skill, "wanted", None)
@@ -377,7 +377,7 @@ class CollabEnv(ParallelEnv):
             idle = (
                 self.finished[other]
                 or their is None
-                or their.name in ("wait", "done")
+                or their.name in ("wait", "done", "explore")
                 or their.name.startswith("!")
             )
             head_on = (

@@ -17,6 +17,7 @@ from benchmark.sim.world import HEADINGS, ActionResult, World
 PATIENCE = 6
 STRIDE = 4  # explore heads for unvisited cells at least this many steps away
 CANDIDATES = 12  # how many such cells explore weighs against the other agents' positions
+EXPLORE_BUDGET = 30  # ticks after which an explore ends wherever it is
 DETOUR = 6
 SLACK = 12
 SCAN_HORIZON = 30
@@ -116,7 +117,7 @@ class Navigate(Skill):
             return _teleport(a.i, a.j, self.goal.rotation, self.goal.horizon)
         targets = free or cells
         plan = self.plan
-        if not plan or plan[-1] not in targets or world.occupied.get(plan[0], agent) != agent:
+        if not plan or plan[-1] not in cells or world.occupied.get(plan[0], agent) != agent:
             plan = shortest_path(world, here, targets, avoid_agents=False)
             if plan is None:
                 self.goal = None
@@ -189,12 +190,15 @@ class Explore(Skill):
                 self.finish(True, "nothing left to explore")
                 return None
         if here != self.destination:
-            path = shortest_path(world, here, {self.destination}, exclude=agent)
-            if not path:
-                self.destination = None
+            # Exploring is never urgent: wait for whoever is in the way rather than dodge around.
+            path = shortest_path(world, here, {self.destination}, avoid_agents=False)
+            if not path or world.occupied.get(path[0], agent) != agent:
                 return None
             return _teleport(*path[0], _heading(here, path[0]), SCAN_HORIZON)
         return {"action": "RotateRight"}
+
+    def _over_budget(self) -> bool:
+        return self.ticks > EXPLORE_BUDGET
 
     def _frontier(self, world: World, here: tuple[int, int], agent: int) -> tuple[int, int] | None:
         """An unvisited cell to head for: among the first ``CANDIDATES`` unvisited cells at least
@@ -234,6 +238,9 @@ class Explore(Skill):
             self.blocked += 1
             if self.blocked > PATIENCE:
                 self.finish(False, "explore failed: blocked by other agents")
+            return
+        if self._over_budget():
+            self.finish(True, "explored (out of time)")
             return
         a = world.agents[agent]
         if (a.i, a.j) == self.destination:

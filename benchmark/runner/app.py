@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchmark.runner.config import RunConfig
 from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
 from benchmark.runner.jobs import Job
 from benchmark.runner.loggers import MetricLoggers
@@ -111,8 +112,17 @@ def _summary_table(table: list[dict[str, Any]]) -> Table:
     return out
 
 
+def check_keys(cfg: DictConfig) -> None:
+    """Reject keys the schema does not know (Hydra's ``+key=...`` can add them)."""
+    valid = set(RunConfig.__dataclass_fields__)
+    unknown = sorted(set(cfg.keys()) - valid)
+    if unknown:
+        raise ValueError(f"unknown config key(s) {unknown}; valid keys are {sorted(valid)}")
+
+
 def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured evaluation; returns the overall summary records."""
+    check_keys(cfg)
     console = console or Console(width=None if Console().is_terminal else 130)
     root = Path(cfg.output_dir).resolve()
     rundir = RunDirectory(root)

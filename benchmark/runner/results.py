@@ -104,8 +104,14 @@ class RunDirectory:
             tmp.write_text(json.dumps(trace))
             os.replace(tmp, path)
             row = {**row, "trace_path": str(path.relative_to(self.root))}
-        with self.rows_path.open("a") as handle:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+        line = (json.dumps(row, sort_keys=True) + "\n").encode()
+        with self.rows_path.open("ab+") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":  # a torn line from a crash: start a fresh one
+                    line = b"\n" + line
+            handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
         return row

@@ -164,13 +164,16 @@ class Scene:
     def line_of_sight(self, ax: float, az: float, tx: float, tz: float) -> bool:
         """Whether the straight line from (ax, az) towards (tx, tz) stays in open space.
 
-        The last 0.25 m before the target are not checked, since the target itself may sit in
-        a wall or a closed piece of furniture. Results are cached per cell pair.
+        Both ends are snapped first (the agent to its 0.25 m cell, the target to 0.125 m), so the
+        answer is a pure function of the snapped pair and can be cached without making results
+        depend on the order of queries. The last 0.25 m before the target are not checked, since
+        the target itself may sit in a wall or a closed piece of furniture.
         """
         key = (round(ax * 4), round(az * 4), round(tx * 8), round(tz * 8))
         hit = self._los.get(key)
         if hit is not None:
             return hit
+        ax, az, tx, tz = key[0] / 4, key[1] / 4, key[2] / 8, key[3] / 8
         dist = math.hypot(tx - ax, tz - az)
         steps = int((dist - GRID_SIZE) / 0.1)
         ok = True

@@ -1,0 +1,22 @@
+"""Teams used only by tests (named as test doubles)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CrashingTeamForTests:
+    """Raises on reset for seed 1 episodes of transport tasks: exercises retries and error rows."""
+
+    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+        if task_info["task"].startswith("transport") and task_info.get(
+            "instruction", ""
+        ).startswith("Put"):
+            raise RuntimeError("deliberate failure for the test")
+        self.agents = agent_ids
+
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        return {a: "done" for a, o in observations.items() if o["needs_decision"]}
+
+    def close(self) -> None:
+        """Nothing to release."""
