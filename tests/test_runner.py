@@ -202,3 +202,51 @@ def test_the_module_runs_from_the_command_line_with_a_multirun(tmp_path: Path) -
         for p in runs
     }
     assert baselines == {"oracle", "random"}
+
+
+def test_speedup_can_come_from_a_previous_single_agent_run(tmp_path: Path) -> None:
+    single = run(_cfg(tmp_path / "one", *TINY, "workers=0", "n_agents=1"), _quiet())
+    assert all(r["n_agents"] == 1 for r in single["rows"])
+    team = run(
+        _cfg(tmp_path / "two", *TINY, "workers=0", f"reference_from={tmp_path / 'one'}"), _quiet()
+    )
+    assert all(not r["reference"] for r in team["rows"]), "no reference episodes were run again"
+    overall = next(r for r in team["table"] if r["family"] == "all")
+    assert overall["speedup"]["n"] == 3
+
+
+def test_the_comm_ablation_pairs_comm_on_and_off(tmp_path: Path) -> None:
+    result = run(
+        _cfg(
+            tmp_path,
+            "experiment=comm_ablation",
+            "workers=0",
+            "reference=false",
+            "suite.entries=[{task: search_phone_bedroom_v0, split: test, n_agents: [2], seeds: [0, 1]}]",
+        ),
+        _quiet(),
+    )
+    assert {r["comm"] for r in result["rows"]} == {True, False}
+    delta = next(d for d in result["deltas"] if d["family"] == "all")
+    on = [r["L"] for r in result["rows"] if r["comm"]]
+    off = [r["L"] for r in result["rows"] if not r["comm"]]
+    assert delta["pairs"] == 2
+    assert delta["L"]["mean"] == pytest.approx((sum(on) - sum(off)) / 2)
+    assert "Communication ablation" in (tmp_path / "summary.md").read_text()
+
+
+def test_tensorboard_and_offline_wandb_loggers_write_namespaced_metrics(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run(_cfg(tmp_path, *TINY, "workers=0", "reference=false", "logger=tensorboard"), _quiet())
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"task/SR", "task/TR", "collab/B", "comm/messages"} <= tags
+    assert len(events.Scalars("task/SR")) == 3
+
+
+def test_the_wandb_logger_runs_offline(tmp_path: Path) -> None:
+    run(_cfg(tmp_path, *TINY, "workers=0", "reference=false", "logger=wandb"), _quiet())
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))

@@ -65,7 +65,7 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                             env_options,
                         )
                     )
-                if cfg.reference and 1 not in sizes:
+                if cfg.reference and not cfg.reference_from and 1 not in sizes:
                     jobs.append(
                         Job(
                             entry.task,
@@ -176,7 +176,13 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         if cfg.workers > 0 and not inside:
             shutil.rmtree(tmp, ignore_errors=True)
     rows = rundir.rows()
-    table = summarize(rows, rundir.load_trace)
+    references = []
+    if cfg.reference_from:
+        previous = RunDirectory(cfg.reference_from)
+        references = [{**r, "reference": True} for r in previous.rows() if r.get("n_agents") == 1]
+        if not references:
+            raise ValueError(f"reference_from={cfg.reference_from!r} holds no one-agent rows")
+    table = summarize(rows + references, rundir.load_trace)
     deltas = comm_deltas(rows)
     write_summary(root, table, deltas)
     if cfg.logger.console:

@@ -54,7 +54,7 @@ class RunDirectory:
     """Files of one run under ``root``."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+        self.root = Path(root).resolve()
         self.traces = self.root / "traces"
         self.media = self.root / "episodes"
         self.rows_path = self.root / "episodes.jsonl"
