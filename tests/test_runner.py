@@ -222,7 +222,8 @@ def test_the_comm_ablation_pairs_comm_on_and_off(tmp_path: Path) -> None:
             "experiment=comm_ablation",
             "workers=0",
             "reference=false",
-            "suite.entries=[{task: search_phone_bedroom_v0, split: test, n_agents: [2], seeds: [0, 1]}]",
+            "suite.entries=[{task: search_phone_bedroom_v0, split: test, n_agents: [2],"
+            " seeds: [0, 1]}]",
         ),
         _quiet(),
     )
