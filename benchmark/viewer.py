@@ -11,20 +11,13 @@ import html
 from pathlib import Path
 from typing import Any
 
-from benchmark.env.collab_env import EnvOptions, make_env
+from benchmark.env.trace import env_from_trace
 from benchmark.render import top_down
 
 
 def replay_frames(trace: dict[str, Any], pixels_per_metre: int = 40) -> list:
     """One top-down image at the start and after every tick of the traced episode."""
-    cfg = trace["config"]
-    env = make_env(
-        cfg["task"],
-        scene=cfg["scene"],
-        n_agents=cfg["n_agents"],
-        seed=cfg["seed"],
-        **{k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__},
-    )
+    env = env_from_trace(trace)
     frames = [top_down(env.world, pixels_per_metre=pixels_per_metre)]
     env.tick_hook = lambda e: frames.append(top_down(e.world, pixels_per_metre=pixels_per_metre))
     for step in trace["decisions"]:

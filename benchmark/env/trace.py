@@ -120,21 +120,23 @@ class ReplayResult:
     satisfied: list[bool]
 
 
-def replay(trace: dict[str, Any]) -> ReplayResult:
-    """Re-execute a trace's decisions in a fresh environment and compare the outcome."""
+def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
+    """A fresh environment reset to the traced episode's initial state."""
     from benchmark.env.collab_env import EnvOptions, make_env
 
+    cfg = trace["config"]
+    options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
+    return make_env(
+        cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options
+    )
+
+
+def replay(trace: dict[str, Any]) -> ReplayResult:
+    """Re-execute a trace's decisions in a fresh environment and compare the outcome."""
     for key in ("config", "decisions", "final", "trace_hash", "checklist"):
         if key not in trace:
             raise ValueError(f"not a trace: missing key {key!r}")
-    cfg = trace["config"]
-    env = make_env(
-        cfg["task"],
-        scene=cfg["scene"],
-        n_agents=cfg["n_agents"],
-        seed=cfg["seed"],
-        **{k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__},
-    )
+    env = env_from_trace(trace)
     if [a.key for a in env.episode.checklist] != trace["checklist"]:
         return ReplayResult(False, False, False, trace["trace_hash"], "", [])
     for step in trace["decisions"]:

@@ -16,29 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.metrics import add_reference_metrics, specialisation
+from benchmark.metrics import METRIC_NAMES, add_reference_metrics, specialisation
 from benchmark.stats import clopper_pearson, t_interval
 
-SUMMARY_METRICS = (
-    "SR",
-    "TR",
-    "C",
-    "B",
-    "L",
-    "L_decisions",
-    "speedup",
-    "parallel_efficiency",
-    "EI",
-    "workload_entropy",
-    "workload_gini",
-    "redundancy",
-    "wasted_action_rate",
-    "blocked_ticks",
-    "collisions",
-    "messages",
-    "message_tokens",
-    "influence_rate",
-)
+SUMMARY_METRICS = (*METRIC_NAMES[:6], "speedup", "parallel_efficiency", "EI", *METRIC_NAMES[6:])
 
 
 def with_reference(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
