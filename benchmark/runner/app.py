@@ -38,7 +38,7 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
     baseline = cfg.baseline
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
-    team_kwargs = OmegaConf.to_container(baseline.kwargs)
+    team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
     jobs: list[Job] = []
     for entry in cfg.suite.entries:
         task = load_task(entry.task)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmark.agents import make_team
+from benchmark.decompose import quality
 from benchmark.env import make_env
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
@@ -47,8 +48,15 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
     if job.reference:
         options["strict_agents"] = False
     env = make_env(task, n_agents=job.n_agents, seed=job.seed, **options)
-    trace = run_episode(env, make_team(job.baseline, **job.team_kwargs), seed=job.seed)
+    team = make_team(job.baseline, **job.team_kwargs)
+    trace = run_episode(env, team, seed=job.seed)
+    extra = dict(team.metrics()) if hasattr(team, "metrics") else {}
+    plan = getattr(team, "plan", None)
+    if plan is not None:
+        scores = quality(plan, env.episode.checklist, env.possible_agents)
+        extra.update({f"plan/{k}": v for k, v in scores.items()})
     row = {
+        **extra,
         "task": job.task,
         "family": task.family,
         "task_version": task.version,

@@ -1,0 +1,143 @@
+"""The ``llm_planner`` team: a central LLM decomposes and assigns, scripted controllers execute.
+
+At the start the LLM turns the instruction and the objects the team has seen into a subtask DAG
+(:mod:`benchmark.decompose`, prompt ``prompts/decompose_v1.txt``; ``constrained=true`` scores
+candidates instead of parsing free text). Each agent then works through its subtasks in
+dependency order: it navigates to the target when it cannot see it, then runs the skill. The
+LLM re-plans after repeated failures and when the team discovers objects the instruction names,
+up to ``max_replans`` times. With no subtask left an agent explores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baselines.llm_support import UsageMeter, load_prompt, shared_llm
+from benchmark.decompose import Decomposition, Subtask, constrained_decompose, decompose
+from benchmark.llm import Sampling
+from benchmark.sim.catalog import type_of_id
+
+
+class LLMPlannerTeam:
+    """Decompose, allocate, execute; re-plan on failures and discoveries."""
+
+    def __init__(
+        self,
+        llm: dict[str, Any] | None = None,
+        prompt: str = "decompose_v1",
+        constrained: bool = False,
+        max_replans: int = 3,
+        max_tokens: int = 256,
+        failures_before_replan: int = 2,
+    ) -> None:
+        self.llm_config = llm
+        self.template = load_prompt(prompt)
+        self.constrained = constrained
+        self.max_replans = max_replans
+        self.sampling = Sampling(max_tokens=max_tokens)
+        self.failures_before_replan = failures_before_replan
+
+    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+        self.llm = shared_llm(self.llm_config)
+        self.meter = UsageMeter(self.llm)
+        self.agents = agent_ids
+        self.instruction = task_info["instruction"]
+        self.capabilities = task_info["capabilities"]
+        self.known: dict[str, None] = {}
+        self.plan = Decomposition(ok=False)
+        self.done: set[str] = set()
+        self.current: dict[str, Subtask | None] = dict.fromkeys(agent_ids)
+        self.failures = 0
+        self.replans = -1
+        self.plan_quality: dict[str, float] = {}
+        self.checklist = task_info.get("checklist")
+
+    # ------------------------------------------------------------------ planning
+    def _relevant_new(self, observations: dict[str, dict[str, Any]]) -> bool:
+        words = self.instruction.lower()
+        new = False
+        for obs in observations.values():
+            for o in obs["visible"]:
+                oid = o["objectId"]
+                if oid not in self.known:
+                    self.known[oid] = None
+                    new = new or type_of_id(oid).lower() in words
+        return new
+
+    def _replan(self) -> None:
+        self.replans += 1
+        objects = list(self.known)
+        if self.constrained:
+            plan = constrained_decompose(
+                self.llm, self.template, self.instruction, objects, self.agents, self.capabilities
+            )
+        else:
+            plan = decompose(
+                self.llm,
+                self.template,
+                self.instruction,
+                objects,
+                self.agents,
+                self.capabilities,
+                self.sampling,
+            )
+        self.meter.parse(plan.ok)
+        self.plan = plan
+        self.done = set()
+        self.current = dict.fromkeys(self.agents)
+        self.failures = 0
+
+    def _next_subtask(self, agent: str) -> Subtask | None:
+        taken = {s.id for s in self.current.values() if s is not None}
+        for s in self.plan.subtasks:
+            if (
+                s.agent == agent
+                and s.id not in self.done
+                and s.id not in taken
+                and set(s.after) <= self.done
+            ):
+                return s
+        return None
+
+    # ------------------------------------------------------------------ acting
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        discovered = self._relevant_new(observations)
+        if (
+            self.replans < 0
+            or (discovered and self.replans < self.max_replans)
+            or (self.failures >= self.failures_before_replan and self.replans < self.max_replans)
+        ):
+            self._replan()
+        actions = {}
+        for agent in self.agents:
+            obs = observations[agent]
+            if not obs["needs_decision"]:
+                continue
+            task = self.current[agent]
+            if task is not None and obs["last_action"].startswith(task.skill):
+                if obs["last_success"]:
+                    self.done.add(task.id)
+                else:
+                    self.failures += 1
+                task = self.current[agent] = None
+            if task is None:
+                task = self.current[agent] = self._next_subtask(agent)
+            if task is None:
+                actions[agent] = "explore"
+                continue
+            visible = {o["objectId"] for o in obs["visible"]}
+            needs_sight = task.skill != "put" or obs["holding"]
+            if needs_sight and task.target not in visible:
+                actions[agent] = f"navigate {task.target}"
+            else:
+                actions[agent] = task.action
+        return actions
+
+    def metrics(self) -> dict[str, float]:
+        out = self.meter.metrics()
+        out["plan/replans"] = max(0, self.replans)
+        out["plan/subtasks"] = len(self.plan.subtasks)
+        return out
+
+    def close(self) -> None:
+        """The LLM stays loaded for the next episode in this process."""

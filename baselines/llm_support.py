@@ -1,0 +1,60 @@
+"""What the LLM baselines share: prompt templates, one LLM per process, and usage metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmark.llm import LLM, make_llm
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+_LLMS: dict[str, LLM] = {}
+
+
+def load_prompt(name: str) -> str:
+    """A prompt template (``baselines/prompts/<name>.txt``; the file name carries its version)."""
+    path = PROMPTS_DIR / f"{name}.txt"
+    if not path.is_file():
+        known = sorted(p.stem for p in PROMPTS_DIR.glob("*.txt"))
+        raise ValueError(f"no prompt template {name!r}; templates: {known}")
+    return path.read_text()
+
+
+def shared_llm(config: dict[str, Any]) -> LLM:
+    """The backend described by an ``llm`` config (backend, model, options), loaded once per
+    process so that every episode a Ray worker runs reuses it."""
+    if not isinstance(config, dict) or config.get("backend") in (None, "none"):
+        raise ValueError(
+            "this baseline needs an LLM: set llm=smollm2, llm=hf, llm=openai or llm=vllm"
+        )
+    key = json.dumps(config, sort_keys=True, default=str)
+    if key not in _LLMS:
+        options = dict(config.get("options") or {})
+        _LLMS[key] = make_llm(config["backend"], model=config.get("model", ""), **options)
+    return _LLMS[key]
+
+
+class UsageMeter:
+    """Per-episode LLM accounting: tokens, latency, calls and parse failures."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.start = llm.usage.snapshot()
+        self.parsed = 0
+        self.failed = 0
+
+    def parse(self, ok: bool) -> None:
+        self.parsed += 1
+        self.failed += not ok
+
+    def metrics(self) -> dict[str, float]:
+        now = self.llm.usage.snapshot()
+        calls = now["calls"] - self.start["calls"]
+        return {
+            "llm/calls": calls,
+            "llm/tokens_in": now["tokens_in"] - self.start["tokens_in"],
+            "llm/tokens_out": now["tokens_out"] - self.start["tokens_out"],
+            "llm/latency_ms": round(now["latency_ms"] - self.start["latency_ms"], 1),
+            "llm/parse_fail_rate": self.failed / self.parsed if self.parsed else 0.0,
+        }
