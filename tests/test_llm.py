@@ -1,0 +1,310 @@
+"""LLM plumbing on a tiny, randomly initialised transformers model built here, a real
+OpenAI-compatible server on loopback driven by the official client, and decomposition parsing."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+
+from benchmark.decompose import (
+    Decomposition,
+    Subtask,
+    constrained_decompose,
+    decompose,
+    extract_json,
+    quality,
+    validate,
+)
+from benchmark.goals import Atom
+from benchmark.llm import ResponseCache, Sampling, make_llm
+from benchmark.llm.hf import HFBackend
+from benchmark.tasks import task_registry
+
+CHATS = [
+    [{"role": "user", "content": f"Put the apple number {k} in the fridge."}] for k in range(3)
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
+    corpus += [
+        "navigate pickup put open close toggle_on toggle_off slice explore wait done say all agent_0"
+    ]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<pad>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>")
+    out = tmp_path_factory.mktemp("tiny")
+    fast.save_pretrained(out)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(out)
+    return out
+
+
+def test_generation_is_batched_seeded_and_returns_ids_and_logprobs(tiny_model: Path) -> None:
+    llm = HFBackend(tiny_model)
+    greedy = llm.generate(CHATS, Sampling(max_tokens=12))
+    assert [g.text for g in greedy] == [
+        g.text for g in llm.generate(CHATS, Sampling(max_tokens=12))
+    ]
+    for g in greedy:
+        assert 0 < len(g.token_ids) == len(g.logprobs) <= 12
+        assert all(lp <= 0 for lp in g.logprobs) and g.prompt_ids
+        assert g.text == llm.tokenizer.decode(g.token_ids, skip_special_tokens=True)
+    hot = Sampling(max_tokens=12, temperature=1.0, seed=7)
+    assert [g.token_ids for g in llm.generate(CHATS, hot)] == [
+        g.token_ids for g in llm.generate(CHATS, hot)
+    ]
+    other = [
+        g.token_ids for g in llm.generate(CHATS, Sampling(max_tokens=12, temperature=1.0, seed=8))
+    ]
+    assert other != [g.token_ids for g in llm.generate(CHATS, hot)]
+    usage = llm.usage.snapshot()
+    assert usage["calls"] == 6 * len(CHATS) and usage["tokens_out"] > 0 and usage["tokens_in"] > 0
+
+
+def test_score_is_the_sum_of_token_logprobs(tiny_model: Path) -> None:
+    llm = HFBackend(tiny_model)
+    gen = llm.generate(CHATS[:1], Sampling(max_tokens=6))[0]
+    head = llm.prompt_ids(CHATS[0])
+    ids = torch.tensor([head + gen.token_ids])
+    logits = llm.model(input_ids=ids).logits.float()
+    manual = (
+        torch.log_softmax(logits[0, :-1], -1)
+        .gather(-1, ids[0, 1:, None])
+        .squeeze(-1)[len(head) - 1 :]
+    )
+    assert manual.tolist() == pytest.approx(gen.logprobs, abs=1e-4)
+    scores = llm.score(CHATS[0], ["open the fridge", "x"])
+    assert len(scores) == 2 and all(s < 0 for s in scores)
+
+
+def test_the_response_cache_hits_and_survives_corruption(tiny_model: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    llm = make_llm("hf", model=str(tiny_model), cache=path)
+    first = llm.generate(CHATS, Sampling(max_tokens=8))
+    again = llm.generate(CHATS, Sampling(max_tokens=8))
+    assert [g.text for g in first] == [g.text for g in again] and all(g.cached for g in again)
+    assert llm.usage.cache_hits == 3 and len(ResponseCache(path)) == 3
+    for side in tmp_path.glob("cache.sqlite-*"):
+        side.unlink()
+    path.write_bytes(b"this is not a database" * 100)
+    store = ResponseCache(path)
+    assert len(store) == 0 and list(tmp_path.glob("cache.sqlite.corrupt-*"))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM responses").fetchone() == (0,)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tiny_model: Path):
+    import uvicorn
+
+    from benchmark.llm.serve import create_app
+
+    llm = HFBackend(tiny_model)
+    port = _free_port()
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(llm, "tiny"), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    yield llm, f"http://127.0.0.1:{port}/v1"
+    srv.should_exit = True
+    thread.join(10)
+
+
+def test_the_openai_backend_through_the_local_server_matches_the_model(server) -> None:
+    local, url = server
+    remote = make_llm("openai", model="tiny", base_url=url, concurrency=3, max_retries=0)
+    got = remote.generate(CHATS, Sampling(max_tokens=10))
+    want = local.generate(CHATS, Sampling(max_tokens=10))
+    assert [g.text for g in got] == [g.text for g in want]
+    assert [g.token_ids for g in got] == [g.token_ids for g in want]
+    for g, w in zip(got, want, strict=True):
+        assert g.logprobs == pytest.approx(w.logprobs, abs=1e-5)
+    assert remote.score(CHATS[0], ["open the fridge"]) == pytest.approx(
+        local.score(CHATS[0], ["open the fridge"]), abs=1e-4
+    )
+
+
+def test_the_server_answers_malformed_requests_with_4xx(server) -> None:
+    _, url = server
+    bad = httpx.post(f"{url}/chat/completions", json={"model": "tiny"})
+    assert bad.status_code == 400 and "messages" in bad.json()["error"]["message"]
+    bad = httpx.post(
+        f"{url}/chat/completions",
+        json={"model": "tiny", "messages": [{"role": "robot", "content": "x"}]},
+    )
+    assert bad.status_code == 400
+    bad = httpx.post(
+        f"{url}/chat/completions",
+        json={"model": "other", "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert bad.status_code == 404 and "tiny" in bad.json()["detail"]
+    assert httpx.get(f"{url}/models").json()["data"][0]["id"] == "tiny"
+
+
+def test_unknown_backends_and_missing_models_fail_clearly() -> None:
+    with pytest.raises(ValueError, match="valid backends"):
+        make_llm("gpt5")
+    with pytest.raises(ValueError, match="model directory"):
+        make_llm("hf", model="/nonexistent")
+    with pytest.raises(ValueError, match="base_url"):
+        make_llm("openai", model="x")
+
+
+OBJECTS = ["Apple|1|0|0", "Apple|2|0|0", "Fridge|5|0|0"]
+AGENTS = ["agent_0", "agent_1"]
+
+
+def test_plans_are_parsed_robustly_and_validated_against_the_scene() -> None:
+    text = (
+        "Sure! Here is the plan:\n```json\n[{'id': 's1', 'skill': 'pickup', 'target': 'Apple|1|0|0', "
+        '\'after\': [], \'agent\': \'agent_0\'}, {"id": "s2", "skill": "put", "target": "Fridge|5|0|0", '
+        '"after": ["s1"], "agent": "agent_0"}, {"id": "s3", "skill": "fly", "target": "Apple|2|0|0",'
+        ' "after": [], "agent": "agent_1"}]\n```\nGood luck'
+    )
+    items = extract_json(text)
+    assert items is not None and len(items) == 3
+    plan = validate(items, set(OBJECTS), AGENTS, {"agent_1": ["open"]})
+    assert plan.ok and [s.id for s in plan.subtasks] == ["s1", "s2"] and plan.invalid == 1
+    assert "unknown skill 'fly'" in plan.errors[0]
+    cyclic = validate(
+        [
+            {
+                "id": "a",
+                "skill": "pickup",
+                "target": OBJECTS[0],
+                "after": ["b"],
+                "agent": "agent_0",
+            },
+            {
+                "id": "b",
+                "skill": "pickup",
+                "target": OBJECTS[1],
+                "after": ["a"],
+                "agent": "agent_1",
+            },
+        ],
+        set(OBJECTS),
+        AGENTS,
+        {},
+    )
+    assert "cycle" in cyclic.errors[0] and all(not s.after for s in cyclic.subtasks)
+    assert extract_json("no plan today") is None
+
+
+def test_plan_quality_against_the_checklist() -> None:
+    plan = Decomposition(
+        ok=True,
+        invalid=1,
+        subtasks=[
+            Subtask("s1", "pickup", "Apple|1|0|0", (), "agent_0"),
+            Subtask("s2", "put", "Fridge|5|0|0", ("s1",), "agent_0"),
+            Subtask("s3", "pickup", "Apple|2|0|0", (), "agent_1"),
+        ],
+    )
+    checklist = [
+        Atom("inside", "Apple|1|0|0", "Fridge", True),
+        Atom("inside", "Apple|2|0|0", "Fridge", True),
+        Atom("isToggled", "LightSwitch|0|0|0", None, False),
+    ]
+    q = quality(plan, checklist, AGENTS)
+    assert q["validity"] == pytest.approx(3 / 4)
+    assert q["coverage"] == pytest.approx(2 / 3)
+    assert q["parallelism"] == pytest.approx(2 / 3)
+    assert q["balance"] == pytest.approx(1 / 2.0001)
+
+
+def test_llm_decomposition_never_raises_and_constrained_plans_are_valid(tiny_model: Path) -> None:
+    from baselines.llm_support import load_prompt
+
+    llm = HFBackend(tiny_model)
+    template = load_prompt("decompose_v1")
+    free = decompose(
+        llm, template, "Put the apples in the fridge.", OBJECTS, AGENTS, {}, Sampling(max_tokens=40)
+    )
+    assert isinstance(free, Decomposition) and (free.ok or free.errors)
+    plan = constrained_decompose(
+        llm,
+        template,
+        "Put the apples in the fridge.",
+        OBJECTS,
+        AGENTS,
+        {"agent_1": ["pickup"]},
+        max_steps=3,
+    )
+    for s in plan.subtasks:
+        assert s.target in OBJECTS and s.agent in AGENTS
+        assert not (s.agent == "agent_1" and s.skill == "pickup")
+
+
+def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path) -> None:
+    from baselines.llm_agents import LLMAgentsTeam, extract_action
+    from benchmark.env import make_env
+    from benchmark.rollout import run_episode
+
+    seen = ["Apple|1|0|0", "Fridge|5|0|0"]
+    assert extract_action("I think I will pickup the apple now", seen) == "pickup Apple|1|0|0"
+    assert (
+        extract_action("navigate Fridge|5|0|0 | say all: going", seen)
+        == "navigate Fridge|5|0|0 | say all: going"
+    )
+    assert extract_action("hmm... explore!", seen) == "explore"
+    assert extract_action("the sky is blue", seen) is None
+    team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=8)
+    env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
+    trace = run_episode(env, team, seed=0)
+    m = team.metrics()
+    assert m["llm/calls"] == sum(trace["final"]["decisions"].values())
+    assert 0.0 <= m["llm/parse_fail_rate"] <= 1.0 and m["llm/tokens_out"] > 0
+
+
+@pytest.mark.slow
+def test_smollm2_loads_from_its_wheel_and_generates() -> None:
+    llm = make_llm("smollm2")
+    gen = llm.generate([[{"role": "user", "content": "Name one fruit."}]], Sampling(max_tokens=8))[
+        0
+    ]
+    assert gen.text and len(gen.token_ids) == len(gen.logprobs)
