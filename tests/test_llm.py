@@ -40,7 +40,8 @@ def tiny_model(tmp_path_factory) -> Path:
 
     corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
     corpus += [
-        "navigate pickup put open close toggle_on toggle_off slice explore wait done say all agent_0"
+        "navigate pickup put open close toggle_on toggle_off slice explore wait done",
+        "say all agent_0 agent_1",
     ]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -199,12 +200,15 @@ AGENTS = ["agent_0", "agent_1"]
 
 
 def test_plans_are_parsed_robustly_and_validated_against_the_scene() -> None:
-    text = (
-        "Sure! Here is the plan:\n```json\n[{'id': 's1', 'skill': 'pickup', 'target': 'Apple|1|0|0', "
-        '\'after\': [], \'agent\': \'agent_0\'}, {"id": "s2", "skill": "put", "target": "Fridge|5|0|0", '
-        '"after": ["s1"], "agent": "agent_0"}, {"id": "s3", "skill": "fly", "target": "Apple|2|0|0",'
-        ' "after": [], "agent": "agent_1"}]\n```\nGood luck'
+    first = (
+        "{'id': 's1', 'skill': 'pickup', 'target': 'Apple|1|0|0', 'after': [], 'agent': 'agent_0'}"
     )
+    second = (
+        '{"id": "s2", "skill": "put", "target": "Fridge|5|0|0", "after": ["s1"], '
+        '"agent": "agent_0"}'
+    )
+    third = '{"id": "s3", "skill": "fly", "target": "Apple|2|0|0", "after": [], "agent": "agent_1"}'
+    text = f"Sure! Here is the plan:\n```json\n[{first}, {second}, {third}]\n```\nGood luck"
     items = extract_json(text)
     assert items is not None and len(items) == 3
     plan = validate(items, set(OBJECTS), AGENTS, {"agent_1": ["open"]})
