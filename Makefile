@@ -32,6 +32,7 @@ bench: setup
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
 	$(BIN)/python -m benchmark.bench run
+	$(BIN)/python -m benchmark.bench llm
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -209,7 +209,66 @@ def bench_run(
     }
 
 
-BENCHES = {"sim": bench_sim, "env": bench_env, "run": bench_run}
+def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
+    from benchmark.llm import Sampling
+
+    chats = [
+        [{"role": "user", "content": f"List three things found in a kitchen. ({k})"}]
+        for k in range(batch)
+    ]
+    llm.generate(chats[:1], Sampling(max_tokens=4))  # warm-up
+    best = 0.0
+    for r in range(repeats):
+        start = time.perf_counter()
+        gens = llm.generate(chats, Sampling(max_tokens=max_tokens, temperature=1.0, seed=r))
+        best = max(best, sum(len(g.token_ids) for g in gens) / (time.perf_counter() - start))
+    return best
+
+
+def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
+    """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
+    tiny randomly initialised model with the same tokenizer."""
+    import tempfile
+
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from benchmark.llm import make_llm
+    from benchmark.llm.hf import HFBackend
+    from benchmark.llm.smollm2 import smollm2_dir
+
+    smol = make_llm("smollm2")
+    b1 = _tokens_per_s(smol, 1, max_tokens, repeats)
+    b8 = _tokens_per_s(smol, 8, max_tokens, repeats)
+    with tempfile.TemporaryDirectory(prefix="tiny-llm") as tmp:
+        tokenizer = AutoTokenizer.from_pretrained(smollm2_dir())
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        LlamaForCausalLM(config).save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        tiny = HFBackend(tmp, name="tiny-random")
+        tiny_b8 = _tokens_per_s(tiny, 8, max_tokens, repeats)
+    return {
+        "bench": "llm",
+        "smollm2_tokens_per_s_batch1": round(b1, 1),
+        "smollm2_tokens_per_s_batch8": round(b8, 1),
+        "batch8_over_batch1": round(b8 / b1, 2),
+        "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
+
+
+BENCHES = {"sim": bench_sim, "env": bench_env, "run": bench_run, "llm": bench_llm}
 
 
 def main(argv: list[str] | None = None) -> int:
