@@ -19,8 +19,28 @@ from benchmark.env.grammar import ParseError, parse_action
 from benchmark.llm import Sampling
 from benchmark.sim.catalog import type_of_id
 
-HISTORY = 6
+HISTORY = 4
+MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)
 FALLBACK = "explore"
+
+
+def compact_observation(obs: dict[str, Any]) -> str:
+    """The parts of an observation the prompt needs: holding, the nearest objects, messages."""
+    seen = sorted(obs["visible"], key=lambda o: float(o["distance"]))[:MAX_SEEN]
+    lines = [f"You hold: {obs['holding'] or 'nothing'}."]
+    if obs["last_action"]:
+        lines.append(
+            f"Last: {obs['last_action']} -> {'ok' if obs['last_success'] else obs['feedback']}"
+        )
+    lines.append(
+        "You see: "
+        + (
+            ", ".join(o["objectId"] + (f" [{o['state']}]" if o["state"] else "") for o in seen)
+            or "nothing"
+        )
+    )
+    lines += [f"{m['sender']} says: {m['text']}" for m in obs["messages"]]
+    return "\n".join(lines)
 
 
 _SKILL_WORD = re.compile(
@@ -86,7 +106,7 @@ class LLMAgentsTeam:
             agents=", ".join(self.agents),
             instruction=self.instruction,
             history="\n".join(self.history[name]) or "(none)",
-            observation=obs["text"],
+            observation=compact_observation(obs),
         )
         return [{"role": "user", "content": text}]
 

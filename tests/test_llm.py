@@ -312,3 +312,24 @@ def test_smollm2_loads_from_its_wheel_and_generates() -> None:
         0
     ]
     assert gen.text and len(gen.token_ids) == len(gen.logprobs)
+
+
+def _write_keys(path: str, start: int) -> None:
+    store = ResponseCache(path)
+    for k in range(start, start + 150):
+        store.put(f"key-{k}", {"text": str(k)})
+
+
+def test_the_cache_is_safe_under_concurrent_processes(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "shared.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_keys, args=(path, 1000 * k)) for k in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    store = ResponseCache(path)
+    assert len(store) == 450 and store.get("key-2149") == {"text": "2149"}
