@@ -231,30 +231,18 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
     import tempfile
 
     import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
     from benchmark.llm import make_llm
     from benchmark.llm.hf import HFBackend
     from benchmark.llm.smollm2 import smollm2_dir
+    from benchmark.llm.tiny import save_tiny_llama
 
     smol = make_llm("smollm2")
     b1 = _tokens_per_s(smol, 1, max_tokens, repeats)
     b8 = _tokens_per_s(smol, 8, max_tokens, repeats)
     with tempfile.TemporaryDirectory(prefix="tiny-llm") as tmp:
-        tokenizer = AutoTokenizer.from_pretrained(smollm2_dir())
-        torch.manual_seed(0)
-        config = LlamaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        LlamaForCausalLM(config).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        save_tiny_llama(tmp, AutoTokenizer.from_pretrained(smollm2_dir()), hidden=64)
         tiny = HFBackend(tmp, name="tiny-random")
         tiny_b8 = _tokens_per_s(tiny, 8, max_tokens, repeats)
     return {

@@ -25,6 +25,7 @@ from benchmark.decompose import (
 from benchmark.goals import Atom
 from benchmark.llm import ResponseCache, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
+from benchmark.llm.tiny import save_tiny_llama
 from benchmark.tasks import task_registry
 
 CHATS = [
@@ -36,7 +37,7 @@ CHATS = [
 def tiny_model(tmp_path_factory) -> Path:
     """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
     corpus += [
@@ -56,20 +57,7 @@ def tiny_model(tmp_path_factory) -> Path:
     )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>")
     out = tmp_path_factory.mktemp("tiny")
-    fast.save_pretrained(out)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(out)
+    save_tiny_llama(out, fast)
     return out
 
 
