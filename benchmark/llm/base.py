@@ -49,6 +49,11 @@ class Generation:
     prompt_ids: list[int]
     finish_reason: str
     cached: bool = False
+    prompt_token_count: int = -1  # when a server reports the count but not the ids
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.prompt_token_count if self.prompt_token_count >= 0 else len(self.prompt_ids)
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +62,7 @@ class Generation:
             "logprobs": self.logprobs,
             "prompt_ids": self.prompt_ids,
             "finish_reason": self.finish_reason,
+            "prompt_token_count": self.prompt_token_count,
         }
 
 
@@ -74,7 +80,7 @@ class Usage:
     def add(self, generations: list[Generation], latency_ms: float) -> None:
         with self._lock:
             self.calls += len(generations)
-            self.tokens_in += sum(len(g.prompt_ids) for g in generations)
+            self.tokens_in += sum(g.prompt_tokens for g in generations)
             self.tokens_out += sum(len(g.token_ids) for g in generations)
             self.latency_ms += latency_ms
             self.cache_hits += sum(g.cached for g in generations)

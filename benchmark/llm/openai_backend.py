@@ -67,8 +67,9 @@ class OpenAIBackend:
             text=choice.message.content or "",
             token_ids=[i for i in ids if i is not None] if all(i is not None for i in ids) else [],
             logprobs=[t.logprob for t in content],
-            prompt_ids=prompt_ids or [0] * (resp.usage.prompt_tokens if resp.usage else 0),
+            prompt_ids=prompt_ids,
             finish_reason=choice.finish_reason or "stop",
+            prompt_token_count=-1 if prompt_ids or not resp.usage else resp.usage.prompt_tokens,
         )
         if self.cache is not None:
             self.cache.put(key, gen.to_json())

@@ -69,15 +69,9 @@ class VLLMBackend:
         ]
         params = SamplingParams(max_tokens=1, prompt_logprobs=0)
         out = []
-        for cand, o in zip(
-            candidates, self.engine.generate(prompts, params, use_tqdm=False), strict=True
-        ):
+        for o in self.engine.generate(prompts, params, use_tqdm=False):
             ids = o.prompt_token_ids
-            n = len(ids) - len(head)
             out.append(
-                float(
-                    sum(o.prompt_logprobs[k][ids[k]].logprob for k in range(len(ids) - n, len(ids)))
-                )
+                float(sum(o.prompt_logprobs[k][ids[k]].logprob for k in range(len(head), len(ids))))
             )
-            del cand
         return out
