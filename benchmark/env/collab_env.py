@@ -23,6 +23,7 @@ from benchmark.env.grammar import Call, ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID, Postbox
 from benchmark.env.skills import PRIMITIVE_OF, Explore, Navigate, Skill
 from benchmark.env.trace import TraceRecorder
+from benchmark.env.traffic import joint_lifts, right_of_way, step_aside
 from benchmark.episode import Episode, make_episode
 from benchmark.goals import holds
 from benchmark.sim.planning import sight_poses
@@ -318,9 +319,9 @@ class CollabEnv(ParallelEnv):
                 lifters.setdefault(world.index_of[skill.target], []).append(k)
                 continue
             primitives[k] = skill.next_action(world, k)
-        lift_results = self._joint_lifts(lifters, primitives)
-        self._step_aside(primitives)
-        self._right_of_way(primitives)
+        lift_results = joint_lifts(self, lifters, primitives)
+        step_aside(self, primitives)
+        right_of_way(primitives)
         results: list[ActionResult | None] = [None] * n
         gained = [0] * n
 
@@ -360,79 +361,6 @@ class CollabEnv(ParallelEnv):
             own = gained[k] / max(1, len(self.satisfied))
             out[name] = alpha * team + (1 - alpha) * own + bonus
         return out
-
-    def _step_aside(self, primitives: list[dict | None]) -> None:
-        """Courtesy rule: an agent standing on the cell a navigating agent waits for moves to a
-        free neighbouring cell when it is idle or exploring (waiting, done, exploring, or its
-        action failed), or when the two block each other head-on and it has the higher index."""
-        world = self.world
-        for k, skill in enumerate(self.skills):
-            wanted = getattr(skill, "wanted", None)
-            if wanted is None or skill.finished:
-                continue
-            other = world.occupied.get(wanted, -1)
-            if other < 0 or other == k:
-                continue
-            their = self.skills[other]
-            idle = (
-                self.finished[other]
-                or their is None
-                or their.name in ("wait", "done", "explore")
-                or their.name.startswith("!")
-            )
-            head_on = (
-                isinstance(their, Navigate)
-                and not their.finished
-                and their.wanted == (world.agents[k].i, world.agents[k].j)
-            )
-            if not (idle or (head_on and other > k)):
-                continue
-            me = world.agents[k]
-            o = world.agents[other]
-            spots = [
-                (o.i + di, o.j + dj)
-                for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1))
-                if (o.i + di, o.j + dj) in world.scene.reachable_set
-                and (o.i + di, o.j + dj) not in world.occupied
-            ]
-            if not spots:
-                continue
-            ti, tj = max(spots, key=lambda c: (abs(c[0] - me.i) + abs(c[1] - me.j), c))
-            primitives[other] = {"action": "Teleport", "position": {"x": ti * 0.25, "z": tj * 0.25}}
-
-    def _right_of_way(self, primitives: list[dict | None]) -> None:
-        """Two agents stepping into the same cell in one tick: the lower index goes, the other
-        waits (its skill counts a blocked tick)."""
-        taken: set[tuple[float, float]] = set()
-        for k, act in enumerate(primitives):
-            if act is None or act.get("action") != "Teleport" or "position" not in act:
-                continue
-            cell = (act["position"]["x"], act["position"]["z"])
-            if cell in taken:
-                primitives[k] = None
-            taken.add(cell)
-
-    def _joint_lifts(
-        self, lifters: dict[int, list[int]], primitives: list[dict | None]
-    ) -> dict[int, str]:
-        """Resolve this tick's ``lift`` skills; returns failure feedback per failed lifter."""
-        world = self.world
-        failures: dict[int, str] = {}
-        for index, agents in lifters.items():
-            oid = world.specs[index].object_id
-            ready = [k for k in agents if world.visible(k, index) and world.agents[k].held < 0]
-            for k in set(agents) - set(ready):
-                failures[k] = f"lift {oid} failed: it must be in view and your hands empty"
-            if index in self.episode.heavy and len(ready) < 2:
-                for k in ready:
-                    failures[k] = (
-                        f"lift {oid} failed: it needs a second agent lifting in the same tick"
-                    )
-                continue
-            if ready:
-                order = sorted(ready, key=lambda k: (k - world.tick) % self.n_agents)
-                primitives[order[0]] = {"action": "PickupObject", "objectId": oid}
-        return failures
 
     def _finish_skills(
         self, results: list[ActionResult | None], lift_failures: dict[int, str]

@@ -1,0 +1,91 @@
+"""Rules that settle what several agents do in the same tick.
+
+* joint lifts: a heavy object is picked up only when two agents that see it, hands empty,
+  ``lift`` it in the same tick; the one earliest in the tick's order then holds it;
+* courtesy: an idle or exploring agent standing on the cell a navigating agent waits for steps
+  aside (and so does the higher index of two agents blocking each other head-on);
+* right of way: of two agents stepping into one cell, the lower index goes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from benchmark.env.skills import Navigate
+
+if TYPE_CHECKING:
+    from benchmark.env.collab_env import CollabEnv
+
+
+def step_aside(env: CollabEnv, primitives: list[dict | None]) -> None:
+    """Courtesy rule: an agent standing on the cell a navigating agent waits for moves to a
+    free neighbouring cell when it is idle or exploring (waiting, done, exploring, or its
+    action failed), or when the two block each other head-on and it has the higher index."""
+    world = env.world
+    for k, skill in enumerate(env.skills):
+        wanted = getattr(skill, "wanted", None)
+        if wanted is None or skill.finished:
+            continue
+        other = world.occupied.get(wanted, -1)
+        if other < 0 or other == k:
+            continue
+        their = env.skills[other]
+        idle = (
+            env.finished[other]
+            or their is None
+            or their.name in ("wait", "done", "explore")
+            or their.name.startswith("!")
+        )
+        head_on = (
+            isinstance(their, Navigate)
+            and not their.finished
+            and their.wanted == (world.agents[k].i, world.agents[k].j)
+        )
+        if not (idle or (head_on and other > k)):
+            continue
+        me = world.agents[k]
+        o = world.agents[other]
+        spots = [
+            (o.i + di, o.j + dj)
+            for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1))
+            if (o.i + di, o.j + dj) in world.scene.reachable_set
+            and (o.i + di, o.j + dj) not in world.occupied
+        ]
+        if not spots:
+            continue
+        ti, tj = max(spots, key=lambda c: (abs(c[0] - me.i) + abs(c[1] - me.j), c))
+        primitives[other] = {"action": "Teleport", "position": {"x": ti * 0.25, "z": tj * 0.25}}
+
+
+def right_of_way(primitives: list[dict | None]) -> None:
+    """Two agents stepping into the same cell in one tick: the lower index goes, the other
+    waits (its skill counts a blocked tick)."""
+    taken: set[tuple[float, float]] = set()
+    for k, act in enumerate(primitives):
+        if act is None or act.get("action") != "Teleport" or "position" not in act:
+            continue
+        cell = (act["position"]["x"], act["position"]["z"])
+        if cell in taken:
+            primitives[k] = None
+        taken.add(cell)
+
+
+def joint_lifts(
+    env: CollabEnv, lifters: dict[int, list[int]], primitives: list[dict | None]
+) -> dict[int, str]:
+    """Resolve this tick's ``lift`` skills; returns failure feedback per failed lifter."""
+    world = env.world
+    failures: dict[int, str] = {}
+    for index, agents in lifters.items():
+        oid = world.specs[index].object_id
+        ready = [k for k in agents if world.visible(k, index) and world.agents[k].held < 0]
+        for k in set(agents) - set(ready):
+            failures[k] = f"lift {oid} failed: it must be in view and your hands empty"
+        if index in env.episode.heavy and len(ready) < 2:
+            for k in ready:
+                failures[k] = f"lift {oid} failed: it needs a second agent lifting in the same tick"
+            continue
+        if ready:
+            order = sorted(ready, key=lambda k: (k - world.tick) % env.n_agents)
+            primitives[order[0]] = {"action": "PickupObject", "objectId": oid}
+    return failures
