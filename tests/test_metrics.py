@@ -201,3 +201,14 @@ def test_formulas_directly() -> None:
     assert balance([0, 0]) == 0.0
     assert gini([1, 0]) == pytest.approx(0.5)
     assert workload_entropy([3]) is None
+
+
+def test_summary_intervals_stay_inside_the_metric_range() -> None:
+    from benchmark.runner.summary import _cell
+
+    tr = _cell([0.0, 0.0, 0.25], "TR")
+    assert tr["lo"] == 0.0 and 0.0 < tr["hi"] <= 1.0 and tr["mean"] == pytest.approx(0.25 / 3)
+    ticks = _cell([1.0, 1.0, 300.0], "L")
+    assert ticks["lo"] == 0.0 and ticks["hi"] > 300
+    delta = _cell([-5.0, 1.0], "delta")
+    assert delta["lo"] < -5.0

@@ -38,7 +38,36 @@ def with_reference(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# Metrics that are fractions: their intervals are clipped to [0, 1].
+FRACTIONS = frozenset(
+    {
+        "TR",
+        "C",
+        "B",
+        "workload_entropy",
+        "workload_gini",
+        "redundancy",
+        "wasted_action_rate",
+        "influence_rate",
+    }
+)
+# Counts and durations: their intervals are clipped at 0.
+NON_NEGATIVE = frozenset(
+    {
+        "L",
+        "L_decisions",
+        "speedup",
+        "parallel_efficiency",
+        "blocked_ticks",
+        "collisions",
+        "messages",
+        "message_tokens",
+    }
+)
+
+
 def _cell(values: list[Any], metric: str) -> dict[str, Any]:
+    """Mean and 95% interval; intervals never leave the metric's range."""
     present = [float(v) for v in values if v is not None]
     if not present:
         return {"mean": None, "lo": None, "hi": None, "n": 0}
@@ -46,6 +75,10 @@ def _cell(values: list[Any], metric: str) -> dict[str, Any]:
         lo, hi = clopper_pearson(int(sum(present)), len(present))
     else:
         lo, hi = t_interval(present)
+    if metric in FRACTIONS:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    elif metric in NON_NEGATIVE:
+        lo = max(0.0, lo)
     return {"mean": float(np.mean(present)), "lo": lo, "hi": hi, "n": len(present)}
 
 
