@@ -215,3 +215,16 @@ def test_bad_options_are_rejected() -> None:
         make_env(TRANSPORT, observability="psychic")
     with pytest.raises(ValueError, match="takes 2-5 agents"):
         make_env("heavy_box_sofa_v0", n_agents=1)
+
+
+def test_a_message_to_an_unknown_recipient_fails_with_feedback_and_is_not_lost_silently() -> None:
+    env = make_env(TRANSPORT, n_agents=2, seed=0)
+    obs, *_ = env.step(_idle(env, agent_0="wait | say agent_7: hello"))
+    assert obs["agent_0"]["last_success"] == 0
+    assert (
+        "no agent 'agent_7'" in obs["agent_0"]["feedback"]
+        and "agent_1" in obs["agent_0"]["feedback"]
+    )
+    obs, *_ = env.step(_idle(env, agent_0="wait | say agent_0: note to self"))
+    assert "yourself" in obs["agent_0"]["feedback"]
+    assert env.postbox.log == []

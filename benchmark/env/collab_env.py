@@ -202,6 +202,14 @@ class CollabEnv(ParallelEnv):
                 self.tick, self.possible_agents[k], "invalid", None, False
             )
             return
+        problem = self._recipient_problem(k, call)
+        if problem is not None:
+            skill = Skill("invalid")
+            self._start(k, skill, text, fail=problem)
+            skill.record = self.recorder.skill(
+                self.tick, self.possible_agents[k], "invalid", None, False
+            )
+            return
         delay = 0
         if call.say is not None:
             delay = self._send(k, call)
@@ -211,13 +219,22 @@ class CollabEnv(ParallelEnv):
             self.tick, self.possible_agents[k], call.name, call.target, problem is None
         )
 
+    def _recipient_problem(self, k: int, call: Call) -> str | None:
+        """Why the attached message cannot be sent (unknown recipient, or oneself), if so."""
+        if call.say is None or call.say.to == "all":
+            return None
+        if call.say.to == self.possible_agents[k]:
+            return "could not send the message: you cannot message yourself"
+        if call.say.to not in self.possible_agents:
+            return (
+                f"could not send the message: no agent {call.say.to!r}; "
+                f"recipients are all, {', '.join(self.possible_agents)}"
+            )
+        return None
+
     def _send(self, k: int, call: Call) -> int:
         say = call.say
         assert say is not None
-        if say.to != "all" and say.to not in self.possible_agents:
-            return 0
-        if say.to == self.possible_agents[k]:
-            return 0
         self.postbox.send(
             self.tick,
             self.possible_agents[k],

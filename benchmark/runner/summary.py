@@ -170,29 +170,19 @@ TABLE_COLUMNS = (
 )
 
 
+def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> list[str]:
+    head = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return head + ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in records]
+
+
 def write_summary(root: Path, table: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
     """``summary.md`` (readable) and ``summary.csv`` (mean, lo, hi columns per metric)."""
-    lines = [
-        "# Summary",
-        "",
-        "Mean [95% interval]; SR: Clopper-Pearson, others: t interval.",
-        "",
-        "| " + " | ".join(TABLE_COLUMNS) + " |",
-        "|" + "---|" * len(TABLE_COLUMNS),
-    ]
-    for rec in table:
-        lines.append("| " + " | ".join(_fmt(rec.get(c)) for c in TABLE_COLUMNS) + " |")
+    lines = ["# Summary", "", "Mean [95% interval]; SR: Clopper-Pearson, others: t interval.", ""]
+    lines += _markdown_table(TABLE_COLUMNS, table)
     if deltas:
         cols = ("baseline", "n_agents", "family", "pairs", "SR", "TR", "L", "messages")
-        lines += [
-            "",
-            "## Communication ablation (comm on - comm off, paired)",
-            "",
-            "| " + " | ".join(cols) + " |",
-            "|" + "---|" * len(cols),
-        ]
-        for rec in deltas:
-            lines.append("| " + " | ".join(_fmt(rec.get(c)) for c in cols) + " |")
+        lines += ["", "## Communication ablation (comm on - comm off, paired)", ""]
+        lines += _markdown_table(cols, deltas)
     (root / "summary.md").write_text("\n".join(lines) + "\n")
     with (root / "summary.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
