@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+BENCH_INSTALLED := $(VENV)/.bench-installed
 
 .PHONY: setup assets run test lint bench clean
 
@@ -12,6 +13,11 @@ $(BIN)/python:
 # torch is pinned in the same install command so the local CPU wheel is used.
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor]' torch==2.13.0
+	touch $@
+
+# The bench extra (TRL, for `benchmark.bench trainer`), again with torch pinned.
+$(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,bench]' torch==2.13.0
 	touch $@
 
 assets: $(INSTALLED)
@@ -28,11 +34,12 @@ lint: $(INSTALLED)
 test: setup lint
 	$(BIN)/python -m pytest -q
 
-bench: setup
+bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
+	$(BIN)/python -m benchmark.bench trainer
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -25,7 +25,7 @@ from benchmark.decompose import (
 from benchmark.goals import Atom
 from benchmark.llm import ResponseCache, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
-from benchmark.llm.tiny import save_tiny_llama
+from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.tasks import task_registry
 
 CHATS = [
@@ -36,26 +36,12 @@ CHATS = [
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
     corpus += [
         "navigate pickup put open close toggle_on toggle_off slice explore wait done",
         "say all agent_0 agent_1",
     ]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=400,
-            special_tokens=["<pad>", "<eos>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>")
+    fast = train_tokenizer(corpus, vocab_size=400)
     out = tmp_path_factory.mktemp("tiny")
     save_tiny_llama(out, fast)
     return out

@@ -68,6 +68,14 @@ class MetricLoggers:
             for key, value in values.items():
                 self.tb.add_scalar(key, value, self.step)
 
+    def log_values(self, values: dict[str, float], step: int) -> None:
+        """Scalars at an explicit step (trainers log one row per update)."""
+        if self.wandb_run is not None:
+            self.wandb_run.log(values, step=step)
+        if self.tb is not None:
+            for key, value in values.items():
+                self.tb.add_scalar(key, value, step)
+
     def close(self) -> None:
         if self.wandb_run is not None:
             self.wandb_run.finish()

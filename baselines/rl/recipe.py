@@ -1,0 +1,70 @@
+"""The CPU learning recipe end to end: SFT warm start, then GRPO, PPO and SPPO from it under
+the same wall-clock budget, then the report and curves.
+
+    python -m baselines.rl.recipe                      # 30 minutes per trainer
+    python -m baselines.rl.recipe --minutes 5 --trainers grpo --out outputs/rl_quick
+
+Each stage is the public command line (``baselines.sft``, ``baselines.train``), so the run
+directories are ordinary training runs that resume if the recipe is interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from baselines.rl.report import write_report
+
+
+def _run(args: list[str]) -> None:
+    print("$", " ".join(args), flush=True)
+    subprocess.run([sys.executable, "-m", *args], check=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/rl_recipe"))
+    parser.add_argument("--minutes", type=float, default=30.0, help="budget per trainer")
+    parser.add_argument("--trainers", nargs="+", default=["grpo", "ppo", "sppo"])
+    parser.add_argument("--sft-episodes", type=int, default=400)
+    parser.add_argument("--sft-epochs", type=int, default=3)
+    parser.add_argument("--name", default="sft-tiny", help="the SFT policy's name")
+    parser.add_argument("--skip-sft", action="store_true", help="reuse the saved SFT policy")
+    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every trainer")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    if not args.skip_sft:
+        _run(
+            [
+                "baselines.sft",
+                f"episodes={args.sft_episodes}",
+                f"epochs={args.sft_epochs}",
+                f"name={args.name}",
+                f"hydra.run.dir={out / 'sft'}",
+            ]
+        )
+    runs = []
+    for trainer in args.trainers:
+        run = out / trainer
+        _run(
+            [
+                "baselines.train",
+                f"trainer={trainer}",
+                f"policy.init={args.name}",
+                "steps=100000",
+                f"max_minutes={args.minutes}",
+                f"hydra.run.dir={run}",
+                *args.overrides,
+            ]
+        )
+        runs.append(run)
+    write_report(runs, out)
+    print((out / "report.md").read_text())
+    print(f"curves: {out / 'curves.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""Supervised warm start: imitate a scripted team's decisions in the RL agent view.
+
+The teacher (``heuristic`` or ``oracle``) plays episodes; at each of its decisions the acting
+agent's :class:`~baselines.rl.agent_view.AgentView` renders the prompt, and the teacher's action,
+written with the view's short names, is the target reply. Decisions naming an object the agent
+does not know (the oracle reads the true state) are skipped and counted. A ``tiny`` init builds
+a byte-level BPE tokenizer on the benchmark's own text (the demonstrations and every task's
+instructions) and a small Llama from a local config.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from baselines.rl.agent_view import AgentView
+from baselines.rl.policy import Policy, resolve_model_dir
+from benchmark.agents import make_team
+from benchmark.env.collab_env import CollabEnv, EnvOptions
+from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
+from benchmark.metrics import episode_metrics
+from benchmark.skill_names import SKILLS
+from benchmark.tasks import task_registry
+
+TEACHERS = ("heuristic", "oracle")
+
+
+def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """(prompt, reply) pairs of the teacher's decisions and the teacher's statistics."""
+    if cfg.teacher not in TEACHERS:
+        raise ValueError(f"teacher={cfg.teacher!r} is not one of {list(TEACHERS)}")
+    r = cfg.rollout
+    demos: list[dict[str, Any]] = []
+    skipped = 0
+    successes = []
+    for k in range(cfg.episodes):
+        task = cfg.tasks[k % len(cfg.tasks)]
+        seed = cfg.seed_start + k
+        options = EnvOptions(
+            reward_sharing=r.reward_sharing,
+            comm=r.comm,
+            ambiguity=r.ambiguity,
+            split=cfg.split,
+            observability="full" if cfg.teacher == "oracle" else "partial",
+        )
+        env = CollabEnv(task, n_agents=cfg.n_agents, options=options)
+        obs, _ = env.reset(seed=seed)
+        agents = list(env.possible_agents)
+        team = make_team(cfg.teacher)
+        team.reset(agents, env.task_info())
+        views = {a: AgentView(a, agents, env.instruction, r.history, r.max_objects) for a in agents}
+        infos: dict[str, Any] = {}
+        while env.agents:
+            for a in agents:
+                views[a].update(obs[a])
+            prompts = {a: views[a].prompt() for a in agents if obs[a]["needs_decision"]}
+            actions = team.act(obs)
+            for a, prompt in prompts.items():
+                reply = views[a].to_reply(actions.get(a, ""))
+                if reply is None:
+                    skipped += 1
+                    views[a].pending = actions.get(a, "")
+                    continue
+                views[a].to_action(reply)
+                demos.append(
+                    {"task": task, "seed": seed, "agent": a, "prompt": prompt, "reply": reply}
+                )
+            obs, _, _, _, infos = env.step(actions)
+        team.close()
+        successes.append(episode_metrics(next(iter(infos.values()))["trace"])["SR"])
+    stats = {
+        "teacher_SR": sum(successes) / len(successes),
+        "demonstrations": len(demos),
+        "skipped": skipped,
+    }
+    return demos, stats
+
+
+def tokenizer_corpus(demos: list[dict[str, Any]]) -> list[str]:
+    """The benchmark's own text: prompts, replies, every task instruction, the skill words."""
+    corpus = [d["prompt"] + "\n" + d["reply"] for d in demos]
+    for spec in task_registry().values():
+        corpus += list(spec.instructions.values())
+    corpus.append(" ".join(SKILLS) + " say all agent_0 agent_1 agent_2 agent_3 agent_4")
+    return corpus
+
+
+def build_tiny(out: Path, demos: list[dict[str, Any]], size: dict[str, int], seed: int) -> Path:
+    tokenizer = train_tokenizer(tokenizer_corpus(demos), vocab_size=int(size["vocab"]))
+    return save_tiny_llama(
+        out,
+        tokenizer,
+        hidden=int(size["hidden"]),
+        layers=int(size["layers"]),
+        heads=int(size["heads"]),
+        seed=seed,
+    )
+
+
+def encode_demos(policy: Policy, demos: list[dict[str, Any]]) -> list[tuple[list[int], int]]:
+    """(ids, prompt length) per demonstration; the reply ends with end-of-sequence."""
+    eos = policy.tokenizer.eos_token_id
+    out = []
+    for d in demos:
+        prompt = policy.encode(d["prompt"])
+        reply = policy.tokenizer(d["reply"], add_special_tokens=False)["input_ids"]
+        out.append((prompt + list(reply) + [eos], len(prompt)))
+    return out
+
+
+def sft_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
+    """Mean negative log-likelihood of the reply tokens."""
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), width), policy.tokenizer.pad_token_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    mask = torch.zeros(ids.shape)
+    for b, (row, start) in enumerate(rows):
+        ids[b, : len(row)] = torch.tensor(row)
+        attn[b, : len(row)] = 1
+        mask[b, start : len(row)] = 1
+    out = policy.forward(ids, attn, entropy=False)
+    mask = mask.to(out.logp.device)
+    return -(out.logp * mask).sum() / mask.sum()
+
+
+def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
+    """Collect demonstrations, build or load the model, fine-tune it, and save it."""
+    torch.manual_seed(cfg.seed)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    demos, stats = demonstrations(cfg)
+    if not demos:
+        raise ValueError("the teacher produced no usable demonstrations")
+    with (output_dir / "demos.jsonl").open("w") as f:
+        for d in demos:
+            f.write(json.dumps(d) + "\n")
+    log(
+        f"{stats['demonstrations']} demonstrations from {cfg.episodes} {cfg.teacher} episodes "
+        f"(teacher SR {stats['teacher_SR']:.2f}, {stats['skipped']} decisions skipped)"
+    )
+    init_dir = (
+        build_tiny(output_dir / "init", demos, cfg.tiny, cfg.seed)
+        if cfg.init == "tiny"
+        else resolve_model_dir(cfg.init)
+    )
+    policy = Policy(init_dir, threads=cfg.threads)
+    rows = encode_demos(policy, demos)
+    optimizer = torch.optim.AdamW(list(policy.parameters()), lr=cfg.lr)
+    order = list(range(len(rows)))
+    rng = random.Random(cfg.seed)
+    losses = []
+    policy.model.train()
+    for epoch in range(cfg.epochs):
+        rng.shuffle(order)
+        epoch_losses = []
+        for k in range(0, len(order), cfg.batch_size):
+            loss = sft_loss(policy, [rows[i] for i in order[k : k + cfg.batch_size]])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
+            optimizer.step()
+            epoch_losses.append(loss.item())
+        losses.append(sum(epoch_losses) / len(epoch_losses))
+        log(f"epoch {epoch + 1}/{cfg.epochs}: loss {losses[-1]:.4f}")
+    policy.model.eval()
+    from baselines.rl.policy import policies_dir
+
+    saved = policy.save_pretrained(output_dir / "model")
+    if cfg.name:
+        saved = policy.save_pretrained(policies_dir() / cfg.name)
+    result = {
+        **stats,
+        "epoch_losses": losses,
+        "seconds": round(time.perf_counter() - start, 1),
+        "parameters": sum(p.numel() for p in policy.model.parameters()),
+        "saved": str(saved),
+    }
+    (output_dir / "sft.json").write_text(json.dumps(result, indent=1))
+    log(f"saved {saved} ({result['parameters']:,} parameters, {result['seconds']} s)")
+    return result
