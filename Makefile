@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.bench-installed
 
-.PHONY: setup assets run test lint bench clean
+.PHONY: setup assets run test lint bench rl clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
 	$(BIN)/python -m benchmark.bench trainer
+
+# The CPU learning recipe (about 2 hours): SFT, then GRPO, PPO and SPPO, report and curves.
+rl: setup
+	$(BIN)/python -m baselines.rl.recipe --out outputs/rl_recipe
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .ruff_cache

@@ -143,6 +143,61 @@ def test_every_trainer_runs_a_step_with_its_losses(
         assert trainer.policy.value_head is not None
 
 
+def test_concat_mode_and_per_agent_policies(sft_model: Path, tmp_path: Path) -> None:
+    cfg = _cfg(
+        sft_model,
+        tmp_path,
+        rollout={"mode": "concat", "max_context": 256},
+        policy={"sharing": "per_agent"},
+        trainer={"filter_zero_variance": False},
+    )
+    trainer = Trainer(cfg, tmp_path)
+    assert sorted(trainer.policies) == ["agent_0", "agent_1"]
+    results = trainer.play(trainer.train_specs(0))
+    samples = [s for r in results for s in episode_samples(r, "concat")]
+    decisions = [d for r in results for ds in r.decisions.values() for d in ds]
+    # One sequence per agent and segment; every generated token is in the loss mask once.
+    assert len(samples) < len(decisions)
+    assert sum(sum(s.mask) for s in samples) == sum(len(d.gen_ids) for d in decisions)
+    assert max(len(s.ids) for s in samples) <= 256
+    before = {
+        k: p.model.state_dict()["lm_head.weight"].clone() for k, p in trainer.policies.items()
+    }
+    trainer.train_step()
+    after = {k: p.model.state_dict()["lm_head.weight"] for k, p in trainer.policies.items()}
+    assert all(not torch.equal(before[k], after[k]) for k in before)
+    assert not torch.equal(after["agent_0"], after["agent_1"])  # each trained on its own agent
+
+
+def test_rows_sharing_a_prompt_run_it_once_with_the_same_results(sft_model: Path) -> None:
+    policy = Policy(sft_model, value_head=True, threads=1)
+    torch.nn.init.normal_(policy.value_head.weight)
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(5, 400, (n,), generator=g).tolist() for n in (20, 13)]
+    rows, starts = [], []
+    for k in range(6):
+        rows.append(prompts[k % 2] + torch.randint(5, 400, (3 + k,), generator=g).tolist())
+        starts.append(len(prompts[k % 2]))
+    ids = torch.zeros(6, max(map(len, rows)), dtype=torch.long)
+    attn, mask = torch.zeros_like(ids), torch.zeros(ids.shape)
+    for b, r in enumerate(rows):
+        ids[b, : len(r)], attn[b, : len(r)] = torch.tensor(r), 1
+        mask[b, starts[b] : len(r)] = 1
+    outs, grads = [], []
+    for lengths in (None, torch.tensor(starts)):
+        out = policy.forward(ids, attn, values=True, prompt_lengths=lengths)
+        ((out.logp + out.values) * mask).sum().backward()
+        grads.append([p.grad.clone() for p in policy.parameters()])
+        policy.model.zero_grad()
+        policy.value_head.zero_grad()
+        outs.append(out)
+    for field in ("logp", "entropy", "values"):
+        a, b = getattr(outs[0], field), getattr(outs[1], field)
+        assert float(((a - b) * mask).abs().max().detach()) < 1e-4, field
+    for a, b in zip(*grads, strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def _comparable(stats: dict) -> dict:
     return {k: v for k, v in stats.items() if not k.startswith("perf/")}
 

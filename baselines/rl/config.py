@@ -35,6 +35,7 @@ class AlgoConfig:
     turn_gamma: float = 1.0  # discount between an agent's decisions for to_go returns
     group_by: list[str] = field(default_factory=list)  # add "agent" and/or "turn" to the seed key
     filter_zero_variance: bool = True  # drop groups whose returns are all equal (dynamic sampling)
+    balance_trajectories: bool = True  # weigh every agent trajectory equally in clipped losses
     ppo_epochs: int = 2  # passes over each batch
     minibatch_size: int = 64  # samples per optimiser step
     lr: float = 1e-4  # AdamW learning rate

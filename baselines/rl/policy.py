@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,25 @@ class Forward:
     logp: torch.Tensor
     entropy: torch.Tensor
     values: torch.Tensor | None
+
+
+def _distinct_prompts(
+    ids: torch.Tensor, prompt_lengths: torch.Tensor
+) -> tuple[list[int], torch.Tensor] | None:
+    """(the first row of each distinct prompt, each row's index into them), or None when a
+    prompt is empty."""
+    keys: dict[tuple[int, ...], int] = {}
+    firsts: list[int] = []
+    index = []
+    for b, n in enumerate(prompt_lengths.tolist()):
+        if n < 1:
+            return None
+        key = tuple(ids[b, :n].tolist())
+        if key not in keys:
+            keys[key] = len(firsts)
+            firsts.append(b)
+        index.append(keys[key])
+    return firsts, torch.tensor(index, device=ids.device)
 
 
 def load_tokenizer(model_dir: str | Path) -> Any:
@@ -223,36 +243,114 @@ class Policy:
         entropy: bool = True,
         reference: bool = False,
         entropy_grad: bool = False,
+        prompt_lengths: torch.Tensor | None = None,
     ) -> Forward:
         """Token logprobs (and entropies, values) of right-padded sequences. With
-        ``reference`` the frozen reference model scores instead (no gradients)."""
+        ``reference`` the frozen reference model scores instead (no gradients).
+
+        With ``prompt_lengths`` (B,), the first scored position of each row, rows that share
+        the same prompt run it once: the prompt's attention cache is computed per distinct
+        prompt and repeated, and only the rest of each row runs on top of it (GRPO groups
+        complete one prompt G times). Positions before a row's prompt length are then not
+        scored (zeros)."""
         ids = input_ids.to(self.device)
         mask = attention_mask.to(self.device)
         model = self._reference_model() if reference and self.lora is None else self.model
-        need_hidden = values and self.value_head is not None
-        if reference and self.lora is not None:
-            with self.model.disable_adapter(), torch.no_grad():
-                out = self.model(input_ids=ids, attention_mask=mask)
-        elif reference:
-            with torch.no_grad():
-                out = model(input_ids=ids, attention_mask=mask)
-        else:
-            out = model(input_ids=ids, attention_mask=mask, output_hidden_states=need_hidden)
-        logits = out.logits[:, :-1].float()
-        logsm = torch.log_softmax(logits, dim=-1)
-        logp = torch.zeros(ids.shape, dtype=torch.float32, device=self.device)
-        logp[:, 1:] = logsm.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-        ent = torch.zeros_like(logp)
-        if entropy:
-            with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-                ent[:, 1:] = -(logsm.exp() * logsm).sum(-1)
-        vals = None
-        if need_hidden:
-            assert self.value_head is not None
-            hidden = out.hidden_states[-1][:, :-1].float()
-            vals = torch.zeros_like(logp)
-            vals[:, 1:] = self.value_head(hidden).squeeze(-1)
+        need_hidden = values and self.value_head is not None and not reference
+        grad = torch.is_grad_enabled() and not reference
+        adapters_off = (
+            self.model.disable_adapter() if reference and self.lora is not None else nullcontext()
+        )
+        with adapters_off, torch.set_grad_enabled(grad):
+            shared = None if prompt_lengths is None else _distinct_prompts(ids, prompt_lengths)
+            if shared is not None and len(shared[0]) < len(ids):
+                pred = self._run_shared(model, ids, mask, prompt_lengths, shared, need_hidden)
+            else:
+                pred = self._run_plain(model, ids, mask, need_hidden)
+            positions, targets, logits, hidden, valid = pred
+            logsm = torch.log_softmax(logits.float(), dim=-1)
+            shape = ids.shape
+
+            def place(x: torch.Tensor) -> torch.Tensor:
+                out = torch.zeros(shape, dtype=torch.float32, device=self.device)
+                return out.scatter_add(1, positions, x * valid)
+
+            logp = place(logsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1))
+            ent = torch.zeros_like(logp)
+            if entropy:
+                with torch.set_grad_enabled(entropy_grad and grad):
+                    ent = place(-(logsm.exp() * logsm).sum(-1))
+            vals = None
+            if need_hidden:
+                assert self.value_head is not None and hidden is not None
+                vals = place(self.value_head(hidden.float()).squeeze(-1))
         return Forward(logp, ent, vals)
+
+    @staticmethod
+    def _run_plain(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, hidden: bool):
+        """(positions, targets, logits, hidden, valid) for every position after the first."""
+        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=hidden)
+        B, T = ids.shape
+        positions = torch.arange(1, T, device=ids.device).expand(B, T - 1)
+        states = out.hidden_states[-1][:, :-1] if hidden else None
+        return positions, ids[:, 1:], out.logits[:, :-1], states, mask[:, 1:].float()
+
+    def _run_shared(
+        self,
+        model: nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        prompt_lengths: torch.Tensor,
+        shared: tuple[list[int], torch.Tensor],
+        hidden: bool,
+    ):
+        """Like :meth:`_run_plain` for the positions from each row's prompt length on, running
+        each distinct prompt once (left-padded) and the continuations on its repeated cache."""
+        firsts, row_to_prompt = shared
+        dev = ids.device
+        P = prompt_lengths.to(dev).long()
+        width = int(P[firsts].max())
+        U = len(firsts)
+        p_ids = torch.full((U, width), self.tokenizer.pad_token_id, dtype=torch.long, device=dev)
+        p_mask = torch.zeros((U, width), dtype=torch.long, device=dev)
+        for u, row in enumerate(firsts):
+            n = int(P[row])
+            p_ids[u, width - n :] = ids[row, :n]
+            p_mask[u, width - n :] = 1
+        p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
+        first = model(
+            input_ids=p_ids,
+            attention_mask=p_mask,
+            position_ids=p_pos,
+            use_cache=True,
+            output_hidden_states=hidden,
+        )
+        cache = first.cache
+        cache.reorder_cache(row_to_prompt)
+        lengths = mask.sum(-1)
+        C = int((lengths - P).max())
+        B = len(ids)
+        offsets = torch.arange(C, device=dev)
+        positions = (P.unsqueeze(-1) + offsets).clamp(max=ids.shape[1] - 1)
+        valid = (offsets < (lengths - P).unsqueeze(-1)).float()
+        cont = torch.where(valid.bool(), ids.gather(1, positions), self.tokenizer.pad_token_id)
+        second = model(
+            input_ids=cont,
+            attention_mask=torch.cat([p_mask[row_to_prompt], valid.long()], dim=1),
+            position_ids=P.unsqueeze(-1) + offsets,
+            cache=cache,
+            use_cache=True,
+            output_hidden_states=hidden,
+        )
+        logits = torch.cat([first.logits[row_to_prompt, -1:], second.logits[:, :-1]], dim=1)
+        states = None
+        if hidden:
+            states = torch.cat(
+                [first.hidden_states[-1][row_to_prompt, -1:], second.hidden_states[-1][:, :-1]],
+                dim=1,
+            )
+        assert logits.shape[:2] == (B, C)
+        return positions, cont, logits, states, valid
 
     def _reference_model(self) -> nn.Module:
         """A frozen copy of the starting weights (LoRA uses the base model instead)."""

@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("outputs/rl_recipe"))
     parser.add_argument("--minutes", type=float, default=30.0, help="budget per trainer")
     parser.add_argument("--trainers", nargs="+", default=["grpo", "ppo", "sppo"])
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=100_000,
+        help="update steps per trainer (the budget ends first)",
+    )
     parser.add_argument("--sft-episodes", type=int, default=400)
     parser.add_argument("--sft-epochs", type=int, default=3)
     parser.add_argument("--name", default="sft-tiny", help="the SFT policy's name")
@@ -53,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                 "baselines.train",
                 f"trainer={trainer}",
                 f"policy.init={args.name}",
-                "steps=100000",
+                f"steps={args.steps}",
                 f"max_minutes={args.minutes}",
                 f"hydra.run.dir={run}",
                 *args.overrides,

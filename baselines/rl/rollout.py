@@ -195,9 +195,12 @@ class RolloutWorker:
             self.generators[key].load_weights(w)
         return True
 
-    def set_options(self, options: RolloutOptions) -> bool:
-        self.options = options
-        return True
-
-    def play(self, specs: list[EpisodeSpec], keep_trace: bool = False) -> list[EpisodeResult]:
-        return [play_episode(self.generators, s, self.options, keep_trace) for s in specs]
+    def play(
+        self,
+        specs: list[EpisodeSpec],
+        keep_trace: bool = False,
+        options: RolloutOptions | None = None,
+    ) -> list[EpisodeResult]:
+        return [
+            play_episode(self.generators, s, options or self.options, keep_trace) for s in specs
+        ]

@@ -54,6 +54,10 @@ class Batch:
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
+    def prompt_lengths(self) -> torch.Tensor:
+        """(B,) the position of each row's first generated token."""
+        return self.mask.argmax(-1)
+
     def select(self, idx: torch.Tensor) -> Batch:
         """The rows ``idx``, trimmed to their longest sequence."""
         width = int(self.attention_mask[idx].sum(-1).max())

@@ -181,17 +181,26 @@ class Trainer:
             ref = ray.put({k: p.weights() for k, p in self.policies.items()})
             ray.get([w.load_weights.remote(ref) for w in self._workers])
 
-    def play(self, specs: list[EpisodeSpec], keep_trace: bool = False) -> list[EpisodeResult]:
-        """Play ``specs`` on the workers; results in spec order."""
+    def play(
+        self,
+        specs: list[EpisodeSpec],
+        keep_trace: bool = False,
+        options: RolloutOptions | None = None,
+    ) -> list[EpisodeResult]:
+        """Play ``specs`` on the workers (with ``options`` instead of the training ones if
+        given); results in spec order."""
         self._ensure_workers()
         if not self._workers:
             assert self._local is not None
-            return self._local.play(specs, keep_trace)
+            return self._local.play(specs, keep_trace, options)
         import ray
 
         n = len(self._workers)
         chunks = [specs[k::n] for k in range(n)]
-        futures = [w.play.remote(c, keep_trace) for w, c in zip(self._workers, chunks, strict=True)]
+        futures = [
+            w.play.remote(c, keep_trace, options)
+            for w, c in zip(self._workers, chunks, strict=True)
+        ]
         results = [r for chunk in ray.get(futures) for r in chunk]
         return sorted(results, key=lambda r: r.spec.index)
 
@@ -234,27 +243,10 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Held-out episodes with the evaluation temperature."""
         self.sync_weights()
-        saved = self.options
-        self.options = RolloutOptions(
-            **{**saved.__dict__, "temperature": self.cfg.eval.temperature}
+        options = RolloutOptions(
+            **{**self.options.__dict__, "temperature": self.cfg.eval.temperature}
         )
-        try:
-            if self._local is not None:
-                self._local.options = self.options
-            if self._workers:
-                import ray
-
-                ray.get([w.set_options.remote(self.options) for w in self._workers])
-            results = self.play(self.eval_specs())
-        finally:
-            self.options = saved
-            if self._local is not None:
-                self._local.options = saved
-            if self._workers:
-                import ray
-
-                ray.get([w.set_options.remote(saved) for w in self._workers])
-        return episode_summary(results, "eval/")
+        return episode_summary(self.play(self.eval_specs(), options=options), "eval/")
 
     # ------------------------------------------------------------------ update
     def _advantages(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -287,6 +279,7 @@ class Trainer:
                 values=not reference and self.algo.name == "ppo",
                 entropy=False,
                 reference=reference,
+                prompt_lengths=part.prompt_lengths(),
             )
             width = batch.input_ids.shape[1]
             logps.append(torch.nn.functional.pad(out.logp.cpu(), (0, width - out.logp.shape[1])))
@@ -306,10 +299,13 @@ class Trainer:
             values=a.name == "ppo",
             entropy=True,
             entropy_grad=a.entropy_coef > 0,
+            prompt_lengths=part.prompt_lengths(),
         )
         dev = out.logp.device
         mask = part.mask.to(dev)
-        old = extra["old_logp"].to(dev)
+        weighted = mask * extra["weight"].to(dev).unsqueeze(-1)
+        # One pass over one minibatch: the old policy is the current one (ratio 1).
+        old = out.logp.detach() if extra["old_logp"] is None else extra["old_logp"].to(dev)
         stats: dict[str, float] = {}
         if a.name == "sppo":
             policy_loss = algos.sppo_loss(out.logp, old, extra["adv"].to(dev), mask, eta=a.eta)
@@ -318,7 +314,7 @@ class Trainer:
             if adv.dim() == 1:
                 adv = adv.unsqueeze(-1).expand_as(mask)
             policy_loss = algos.clipped_policy_loss(
-                out.logp, old, adv, mask, a.clip_low, a.clip_high, a.dual_clip, a.loss_agg
+                out.logp, old, adv, weighted, a.clip_low, a.clip_high, a.dual_clip, a.loss_agg
             )
         loss = policy_loss
         stats["losses/policy"] = policy_loss.item()
@@ -374,12 +370,19 @@ class Trainer:
             return stats
         idx = torch.nonzero(keep).squeeze(-1)
         batch, adv = batch.select(idx), adv[idx]
-        old_logp, old_values = self._score(policy, batch)
-        extra = {"old_logp": old_logp, "adv": adv}
+        weight = torch.ones(len(batch))
+        if a.balance_trajectories:
+            # Each unit (an agent trajectory) weighs the same whatever its number of decisions.
+            _, inverse, counts = torch.unique(batch.unit, return_inverse=True, return_counts=True)
+            weight = (len(batch) / len(counts)) / counts[inverse].float()
+        single_pass = a.ppo_epochs == 1 and len(batch) <= a.minibatch_size and a.name != "ppo"
+        old_logp, old_values = (None, None) if single_pass else self._score(policy, batch)
+        extra = {"old_logp": old_logp, "adv": adv, "weight": weight}
         mask = batch.mask
-        stats["charts/logprob_mismatch"] = float(
-            ((old_logp - batch.rollout_logp).abs() * mask).sum() / mask.sum()
-        )
+        if old_logp is not None:
+            stats["charts/logprob_mismatch"] = float(
+                ((old_logp - batch.rollout_logp).abs() * mask).sum() / mask.sum()
+            )
         if a.kl_coef > 0:
             extra["ref_logp"], _ = self._score(policy, batch, reference=True)
         if a.name == "ppo":
@@ -404,7 +407,8 @@ class Trainer:
                 part = batch.select(idx)
                 width = part.input_ids.shape[1]
                 sub = {
-                    key: v[idx][:, :width] if v.dim() == 2 else v[idx] for key, v in extra.items()
+                    key: None if v is None else v[idx][:, :width] if v.dim() == 2 else v[idx]
+                    for key, v in extra.items()
                 }
                 policy.model.train()
                 loss, s = self._loss(policy, part, sub)

@@ -96,12 +96,6 @@ class VLLMGenerator:
         dtype: dtype of the weights and activations. ``float32`` matches the trainer's logprobs.
     """
 
-    def encode(self, text: str) -> list[int]:
-        return encode_prompt(self.tokenizer, text)
-
-    def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
-
     def __init__(
         self,
         model_dir: str | Path,
@@ -128,6 +122,12 @@ class VLLMGenerator:
             logprobs_mode="raw_logprobs",
         )
         self._base: dict[str, torch.Tensor] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return encode_prompt(self.tokenizer, text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def generate(
         self, prompts: list[list[int]], sampling: Sampling
