@@ -1,21 +1,10 @@
 #!/usr/bin/env bash
 # GPU check: the in-process vLLM backend with SmolLM2 (from its safetensors copy) on a small suite.
 # Prints generated tokens/s at batch 1, 8 and 64, then the suite's results. Needs a CUDA GPU.
-#
-# vLLM pins its own CUDA build of torch, so this uses a separate environment (.venv-gpu) with
-# vLLM installed first and the benchmark on top of it without re-resolving torch.
+# Environment: scripts/gpu_env.sh (.venv-gpu, vLLM first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
-if [ ! -x .venv-gpu/bin/python ]; then
-  "$PYTHON" -m venv .venv-gpu
-  .venv-gpu/bin/pip install -q "vllm==0.33.0"
-  .venv-gpu/bin/pip install -q --no-deps -e .
-  .venv-gpu/bin/pip install -q numpy pyyaml pillow "hydra-core==1.3.2" "omegaconf==2.3.0" \
-    "gymnasium==1.2.2" "pettingzoo==1.25.0" "ray==2.60.0" "rich==15.0.0" "scipy==1.17.1" \
-    "transformers" "gguf==0.19.0" "accelerate" "openai" "fastapi" "uvicorn" "httpx" wandb tensorboard
-fi
-PY=.venv-gpu/bin/python
+source scripts/gpu_env.sh
 $PY -m benchmark.assets
 $PY - <<'PYEOF'
 import json, time

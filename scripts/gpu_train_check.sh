@@ -3,21 +3,11 @@
 # 1. VLLMGenerator against the torch Policy on the same weights: greedy ids and logprobs, raw
 #    logprobs of sampled tokens, and a weight sync of q/v projections only (a LoRA-like subset).
 # 2. Three GRPO steps with a vLLM rollout actor; prints tokens/s and step times per step.
-# Needs a CUDA GPU; exits non-zero on a failed check. Uses the .venv-gpu of scripts/gpu_check.sh.
+# Needs a CUDA GPU; exits non-zero on a failed check. Environment: scripts/gpu_env.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs}
-PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
-if [ ! -x .venv-gpu/bin/python ]; then
-  # vLLM pins its own torch and transformers (not the project's), so it goes in first.
-  "$PYTHON" -m venv .venv-gpu
-  .venv-gpu/bin/pip install -q "vllm==0.33.0"
-  .venv-gpu/bin/pip install -q --no-deps -e .
-  .venv-gpu/bin/pip install -q numpy pyyaml pillow "hydra-core==1.3.2" "omegaconf==2.3.0" \
-    "gymnasium==1.2.2" "pettingzoo==1.25.0" "ray==2.60.0" "rich==15.0.0" "scipy==1.17.1" \
-    "transformers" "gguf==0.19.0" "accelerate" "openai" "fastapi" "uvicorn" "httpx" wandb tensorboard
-fi
-PY=.venv-gpu/bin/python
+source scripts/gpu_env.sh
 $PY -m benchmark.assets
 MODEL=$($PY -c "from benchmark.llm.smollm2 import smollm2_dir; print(smollm2_dir())")
 $PY - "$MODEL" <<'PYEOF'

@@ -317,3 +317,24 @@ def test_one_lora_grpo_step_on_the_embedded_smollm2(tmp_path: Path) -> None:
     trainer.save()
     saved = trainer.policy.save_pretrained(tmp_path / "merged")
     assert (saved / "config.json").is_file()
+
+
+def test_the_training_job_logs_evaluations_and_the_report_reads_them(
+    sft_model: Path, tmp_path: Path
+) -> None:
+    from baselines.rl.app import train
+    from baselines.rl.report import write_report
+
+    run = tmp_path / "run"
+    cfg = _cfg(sft_model, run, steps=2, eval={"episodes": 2, "every": 1})
+    result = train(cfg)
+    assert result["steps"] == 2 and (run / "final_model" / "config.json").is_file()
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["eval", "train", "eval", "train", "eval"]
+    (summary,) = write_report([run], tmp_path / "report")
+    assert summary["steps"] == 2 and summary["SR_before"] == rows[0]["eval/task/SR"]
+    assert summary["SR_after"] == rows[-1]["eval/task/SR"]
+    assert (tmp_path / "report" / "curves.png").stat().st_size > 1000
+    assert "SR_before" in (tmp_path / "report" / "report.md").read_text()
+    with pytest.raises(ValueError, match=r"no metrics\.jsonl"):
+        write_report([tmp_path / "missing"], tmp_path / "r2")

@@ -36,7 +36,7 @@ class AlgoConfig:
     group_by: list[str] = field(default_factory=list)  # add "agent" and/or "turn" to the seed key
     filter_zero_variance: bool = True  # drop groups whose returns are all equal (dynamic sampling)
     balance_trajectories: bool = True  # weigh every agent trajectory equally in clipped losses
-    ppo_epochs: int = 2  # passes over each batch
+    ppo_epochs: int = 1  # passes over each batch
     minibatch_size: int = 64  # samples per optimiser step
     lr: float = 1e-4  # AdamW learning rate
     weight_decay: float = 0.0  # AdamW weight decay
@@ -82,10 +82,10 @@ class DataConfig:
 
 @dataclass
 class EvalConfig:
-    every: int = 20  # evaluate every this many steps (0: only before and after)
+    every: int = 15  # evaluate every this many steps (0: only before and after)
     split: str = "val"  # scene split of the held-out episodes
     seed_start: int = 1_000_000  # held-out seeds, disjoint from training seeds
-    episodes: int = 48  # held-out episodes per evaluation
+    episodes: int = 64  # held-out episodes per evaluation
     temperature: float = 1.0  # the policy's own sampling (0: greedy, which loops on ties)
 
 
@@ -116,13 +116,13 @@ class SFTConfig:
     n_agents: int = 2  # team size
     split: str = "train"  # scene split of the teacher's episodes
     seed_start: int = 0  # first teacher episode seed
-    episodes: int = 200  # teacher episodes
+    episodes: int = 400  # teacher episodes
     init: str = "tiny"  # "tiny" (new model and tokenizer), "smollm2" or a model directory
     tiny: dict[str, Any] = field(
         default_factory=lambda: {"hidden": 128, "layers": 4, "heads": 4, "vocab": 1000}
     )  # size of a new tiny model
     rollout: RolloutConfig = field(default_factory=RolloutConfig)  # prompt format (history...)
-    epochs: int = 2  # passes over the demonstrations
+    epochs: int = 3  # passes over the demonstrations
     batch_size: int = 32  # demonstrations per step
     lr: float = 1e-3  # AdamW learning rate
     seed: int = 0  # seeds initialisation and shuffling

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from benchmark.llm.base import Sampling
+from benchmark.llm.base import Sampling, pad_left
 
 
 @dataclass(frozen=True)
@@ -198,13 +198,9 @@ class Policy:
         with the end-of-sequence token when the model produced it. Seeded by ``sampling.seed``."""
         if not prompts:
             return []
-        width = max(len(p) for p in prompts)
         pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for k, p in enumerate(prompts):
-            ids[k, width - len(p) :] = torch.tensor(p)
-            mask[k, width - len(p) :] = 1
+        ids, mask = pad_left(prompts, pad)
+        width = ids.shape[1]
         torch.manual_seed(sampling.seed)
         sample = sampling.temperature > 0
         result = self.model.generate(
@@ -309,14 +305,10 @@ class Policy:
         firsts, row_to_prompt = shared
         dev = ids.device
         P = prompt_lengths.to(dev).long()
-        width = int(P[firsts].max())
-        U = len(firsts)
-        p_ids = torch.full((U, width), self.tokenizer.pad_token_id, dtype=torch.long, device=dev)
-        p_mask = torch.zeros((U, width), dtype=torch.long, device=dev)
-        for u, row in enumerate(firsts):
-            n = int(P[row])
-            p_ids[u, width - n :] = ids[row, :n]
-            p_mask[u, width - n :] = 1
+        p_ids, p_mask = pad_left(
+            [ids[row, : int(P[row])].tolist() for row in firsts], self.tokenizer.pad_token_id
+        )
+        p_ids, p_mask = p_ids.to(dev), p_mask.to(dev)
         p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
         first = model(
             input_ids=p_ids,

@@ -11,10 +11,12 @@ directories are ordinary training runs that resume if the recipe is interrupted.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+from baselines.rl.evaluate import evaluate_policy
 from baselines.rl.report import write_report
 
 
@@ -38,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sft-epochs", type=int, default=3)
     parser.add_argument("--name", default="sft-tiny", help="the SFT policy's name")
     parser.add_argument("--skip-sft", action="store_true", help="reuse the saved SFT policy")
+    parser.add_argument(
+        "--final-episodes",
+        type=int,
+        default=200,
+        help="held-out episodes of the final check (0: none)",
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every trainer")
     args = parser.parse_args(argv)
     out = args.out.resolve()
@@ -68,6 +76,18 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run)
     write_report(runs, out)
     print((out / "report.md").read_text())
+    # Outside the training budget: the start and every trained policy on the same, larger
+    # held-out set, with exact intervals.
+    if args.final_episodes < 1:
+        return 0
+    final = [evaluate_policy(args.name, args.final_episodes)]
+    final += [evaluate_policy(str(r / "final_model"), args.final_episodes) for r in runs]
+    (out / "final_eval.json").write_text(json.dumps(final, indent=1))
+    for row in final:
+        print(
+            f"{row['policy']}: SR {row['eval/task/SR']:.3f} "
+            f"[{row['SR_lo']:.3f}, {row['SR_hi']:.3f}] on {row['episodes']} held-out episodes"
+        )
     print(f"curves: {out / 'curves.png'}")
     return 0
 

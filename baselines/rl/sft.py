@@ -64,7 +64,7 @@ def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
                 reply = views[a].to_reply(actions.get(a, ""))
                 if reply is None:
                     skipped += 1
-                    views[a].pending = actions.get(a, "")
+                    views[a].pending = views[a].names_in(actions.get(a, ""))
                     continue
                 views[a].to_action(reply)
                 demos.append(

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import torch
 
 Chat = list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": ...}, ...]
 
@@ -109,6 +112,19 @@ class LLM(Protocol):
     def score(self, prompt: Chat, candidates: list[str]) -> list[float]:
         """Total logprob of each candidate as the assistant's reply to ``prompt``."""
         ...
+
+
+def pad_left(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded (ids, attention mask) of token rows, both (len(rows), longest) long tensors."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, r in enumerate(rows):
+        ids[k, width - len(r) :] = torch.as_tensor(r, dtype=torch.long)
+        mask[k, width - len(r) :] = 1
+    return ids, mask
 
 
 def truncate_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:

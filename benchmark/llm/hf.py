@@ -12,7 +12,14 @@ from pathlib import Path
 
 import torch
 
-from benchmark.llm.base import Chat, Generation, Sampling, Usage, truncate_at_stop
+from benchmark.llm.base import (
+    Chat,
+    Generation,
+    Sampling,
+    Usage,
+    pad_left,
+    truncate_at_stop,
+)
 from benchmark.llm.cache import ResponseCache, cache_key
 
 FALLBACK_TEMPLATE = (
@@ -58,13 +65,7 @@ class HFBackend:
         return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
 
     def _pad_left(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(r) for r in rows)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for k, r in enumerate(rows):
-            ids[k, width - len(r) :] = torch.tensor(r)
-            mask[k, width - len(r) :] = 1
+        ids, mask = pad_left(rows, self.tokenizer.pad_token_id)
         return ids.to(self.device), mask.to(self.device)
 
     def _finish(
