@@ -316,6 +316,7 @@ class Policy:
             position_ids=p_pos,
             use_cache=True,
             output_hidden_states=hidden,
+            logits_to_keep=1,  # only the last prompt position scores a token
         )
         cache = first.cache
         cache.reorder_cache(row_to_prompt)
