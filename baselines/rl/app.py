@@ -17,6 +17,7 @@ from rich.console import Console
 
 from baselines.rl.config import TrainConfig
 from baselines.rl.trainer import Trainer, fmt_stats
+from benchmark.runner.app import check_keys
 from benchmark.runner.loggers import MetricLoggers
 
 CONSOLE_KEYS = (
@@ -32,16 +33,9 @@ CONSOLE_KEYS = (
 )
 
 
-def check_keys(cfg: DictConfig) -> None:
-    valid = set(TrainConfig.__dataclass_fields__)
-    unknown = sorted(set(cfg.keys()) - valid)
-    if unknown:
-        raise ValueError(f"unknown config key(s) {unknown}; valid keys are {sorted(valid)}")
-
-
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured training; returns the first and last evaluations."""
-    check_keys(cfg)
+    check_keys(cfg, TrainConfig)
     console = console or Console(width=None if Console().is_terminal else 130)
     say = console.print if cfg.logger.console else (lambda *_: None)
     root = Path(cfg.output_dir).resolve()

@@ -112,9 +112,9 @@ def _summary_table(table: list[dict[str, Any]]) -> Table:
     return out
 
 
-def check_keys(cfg: DictConfig) -> None:
+def check_keys(cfg: DictConfig, schema: type = RunConfig) -> None:
     """Reject keys the schema does not know (Hydra's ``+key=...`` can add them)."""
-    valid = set(RunConfig.__dataclass_fields__)
+    valid = set(schema.__dataclass_fields__)
     unknown = sorted(set(cfg.keys()) - valid)
     if unknown:
         raise ValueError(f"unknown config key(s) {unknown}; valid keys are {sorted(valid)}")
