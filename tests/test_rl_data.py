@@ -128,3 +128,32 @@ def test_unit_advantages_compare_trajectories_not_decisions() -> None:
     keep = per_unit(batch, algos.nonzero_variance_groups)
     assert keep.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0]
     assert batch.rewards.sum() == 2.0 * 3 + 5.0  # each per-step sample carries its R
+
+
+def test_teacher_actions_in_real_episodes_survive_the_round_trip_through_names() -> None:
+    """On the real env with the heuristic team: every teacher action the view can express
+    maps back to exactly that action, and almost all of them can be expressed."""
+    from benchmark.agents import make_team
+    from benchmark.env.collab_env import CollabEnv, EnvOptions
+
+    expressed = skipped = 0
+    for seed in range(3):
+        env = CollabEnv("transport_apple_fridge_v0", n_agents=2, options=EnvOptions(split="train"))
+        obs, _ = env.reset(seed=seed)
+        agents = list(env.possible_agents)
+        team = make_team("heuristic")
+        team.reset(agents, env.task_info())
+        views = {a: AgentView(a, agents, env.instruction) for a in agents}
+        while env.agents:
+            for a in agents:
+                views[a].update(obs[a])
+            actions = team.act(obs)
+            for a, action in actions.items():
+                reply = views[a].to_reply(action)
+                if reply is None:
+                    skipped += 1
+                    continue
+                expressed += 1
+                assert views[a].to_action(reply) == action
+            obs, *_ = env.step(actions)
+    assert expressed > 50 and skipped <= 0.1 * expressed

@@ -338,3 +338,24 @@ def test_the_training_job_logs_evaluations_and_the_report_reads_them(
     assert "SR_before" in (tmp_path / "report" / "report.md").read_text()
     with pytest.raises(ValueError, match=r"no metrics\.jsonl"):
         write_report([tmp_path / "missing"], tmp_path / "r2")
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ({"trainer": {"name": "dqn"}}, "trainer.name"),
+        ({"trainer": {"kl_estimator": "k4"}}, "trainer.kl_estimator"),
+        ({"trainer": {"return_mode": "discounted"}}, "trainer.return_mode"),
+        ({"trainer": {"group_by": ["scene"]}}, "trainer.group_by"),
+        ({"trainer": {"loss_agg": "sum"}}, "trainer.loss_agg"),
+        ({"policy": {"sharing": "mixed"}}, "policy.sharing"),
+        ({"policy": {"generator": "jax"}}, "policy.generator"),
+        ({"policy": {"init": "no-such-policy"}}, "no-such-policy"),
+    ],
+)
+def test_bad_training_configs_are_rejected_before_any_rollout(
+    override: dict, field: str, sft_model: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=field):
+        Trainer(_cfg(sft_model, tmp_path, **override), tmp_path)
+    assert not (tmp_path / "checkpoints").exists()

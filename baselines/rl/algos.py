@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 
 EPS = 1e-6
+KL_ESTIMATORS = ("k1", "k2", "k3")
 AGGREGATIONS = (
     "token-mean",
     "seq-mean-token-sum",
@@ -179,7 +180,7 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3"
         return 0.5 * log_ratio**2
     if estimator == "k3":
         return torch.exp(-log_ratio) + log_ratio - 1
-    raise ValueError(f"unknown KL estimator {estimator!r}; valid: k1, k2, k3")
+    raise ValueError(f"unknown KL estimator {estimator!r}; valid: {', '.join(KL_ESTIMATORS)}")
 
 
 ADVANTAGES: dict[str, Callable[..., torch.Tensor]] = {

@@ -132,15 +132,16 @@ def play_episode(
         prompts = []
         for a in deciding:
             generator = generators.get(a) or generators["shared"]
-            ids = generator.encode(views[a].prompt() + "\n" if context[a] else views[a].prompt())
-            if options.mode == "concat":
-                if context[a] and len(context[a]) + len(ids) + options.max_tokens > (
-                    options.max_context
-                ):
-                    context[a] = []
-                    segment[a] += 1
-                    ids = generator.encode(views[a].prompt())
+            text = views[a].prompt()
+            if options.mode == "concat" and context[a]:
+                # A later turn: a newline after the previous reply, then the new view.
+                ids = generator.encode("\n" + text)
+                if len(context[a]) + len(ids) + options.max_tokens > options.max_context:
+                    context[a], segment[a] = [], segment[a] + 1
+                    ids = generator.encode(text)
                 ids = context[a] + ids
+            else:
+                ids = generator.encode(text)
             prompts.append(ids)
         sampling = Sampling(
             max_tokens=options.max_tokens,

@@ -9,7 +9,6 @@ to the generators. The algorithms differ only in their advantage and loss functi
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 import time
@@ -20,27 +19,26 @@ from typing import Any
 import torch
 
 from baselines.rl import algos
+from baselines.rl.algos import KL_ESTIMATORS
 from baselines.rl.checkpoint import load_latest, save_checkpoint
 from baselines.rl.config import ALGORITHMS, SHARING
 from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
-from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions, RolloutWorker
-from baselines.rl.samples import Batch, Sample, collate, episode_samples, per_unit
+from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions
+from baselines.rl.samples import (
+    GROUP_BY,
+    RETURN_MODES,
+    Batch,
+    Sample,
+    collate,
+    episode_samples,
+    per_unit,
+)
+from baselines.rl.workers import WorkerPool
 from benchmark.runner.loggers import namespaced
 
 
 def rollout_options(cfg: Any) -> RolloutOptions:
     return RolloutOptions(**{k: cfg[k] for k in RolloutOptions.__dataclass_fields__})
-
-
-def make_generator(kind: str, model_dir: str, lora: LoraOptions | None, threads: int = 1):
-    """A generator for a rollout worker: the torch policy, or vLLM on a GPU."""
-    if kind == "torch":
-        return Policy(model_dir, lora=lora, threads=threads)
-    if kind == "vllm":
-        from baselines.rl.vllm_generator import VLLMGenerator
-
-        return VLLMGenerator(model_dir, lora=lora)
-    raise ValueError(f"generator={kind!r} must be torch or vllm")
 
 
 def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str, float]:
@@ -69,6 +67,17 @@ class Trainer:
             raise ValueError("data.group_size and data.seeds_per_step must be >= 1")
         if algo.minibatch_size < 1 or algo.ppo_epochs < 1:
             raise ValueError("trainer.minibatch_size and trainer.ppo_epochs must be >= 1")
+        # Checked here, not after the first rollouts.
+        if algo.kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(
+                f"trainer.kl_estimator={algo.kl_estimator!r} is not one of {KL_ESTIMATORS}"
+            )
+        if algo.return_mode not in RETURN_MODES:
+            raise ValueError(
+                f"trainer.return_mode={algo.return_mode!r} is not one of {RETURN_MODES}"
+            )
+        if set(algo.group_by) - set(GROUP_BY):
+            raise ValueError(f"trainer.group_by={list(algo.group_by)} may only hold {GROUP_BY}")
         self.cfg = cfg
         self.algo = algo
         self.root = Path(output_dir)
@@ -124,62 +133,14 @@ class Trainer:
             self.step = state["step"]
             self.grad_norms = state.get("grad_norms", [])
             log(f"resumed from step {self.step}")
-        self._workers: list[Any] = []
-        self._local: RolloutWorker | None = None
-        self._ray_started = False
-
-    # ------------------------------------------------------------------ rollouts
-    def _generator_factory(self):
-        return functools.partial(
-            make_generator, self.cfg.policy.generator, self.model_dir, self.lora
+        self.pool = WorkerPool(
+            cfg, self.policies, self.options, self.model_dir, self.lora, self.root
         )
 
-    def _ensure_workers(self) -> None:
-        if self.cfg.workers == 0:
-            if self._local is None:
-                if self.cfg.policy.generator == "torch":
-                    factories = {k: (lambda p=p: p) for k, p in self.policies.items()}
-                else:
-                    factories = dict.fromkeys(self.keys, self._generator_factory())
-                self._local = RolloutWorker(factories, self.options)
-                if self.cfg.policy.generator != "torch":
-                    self._local.load_weights({k: p.weights() for k, p in self.policies.items()})
-            return
-        if self._workers:
-            return
-        import ray
-
-        from benchmark.runner.execute import ray_tmpdir
-
-        if not ray.is_initialized():
-            tmp, _ = ray_tmpdir(
-                Path(self.cfg.ray.tmpdir) if self.cfg.ray.tmpdir else self.root / "ray"
-            )
-            ray.init(
-                address=self.cfg.ray.address,
-                num_cpus=None if self.cfg.ray.address else max(self.cfg.workers, 1),
-                include_dashboard=False,
-                log_to_driver=False,
-                _temp_dir=None if self.cfg.ray.address else str(tmp),
-            )
-            self._ray_started = True
-        gpus = 1 / self.cfg.workers if self.cfg.policy.generator == "vllm" else 0
-        actor = ray.remote(num_cpus=1, num_gpus=gpus)(RolloutWorker)
-        self._workers = [
-            actor.remote(dict.fromkeys(self.keys, self._generator_factory()), self.options)
-            for _ in range(self.cfg.workers)
-        ]
-
+    # ------------------------------------------------------------------ rollouts
     def sync_weights(self) -> None:
         """Send the trainer's weights to every generator."""
-        self._ensure_workers()
-        if self._local is not None and self.cfg.policy.generator != "torch":
-            self._local.load_weights({k: p.weights() for k, p in self.policies.items()})
-        if self._workers:
-            import ray
-
-            ref = ray.put({k: p.weights() for k, p in self.policies.items()})
-            ray.get([w.load_weights.remote(ref) for w in self._workers])
+        self.pool.sync_weights()
 
     def play(
         self,
@@ -187,22 +148,8 @@ class Trainer:
         keep_trace: bool = False,
         options: RolloutOptions | None = None,
     ) -> list[EpisodeResult]:
-        """Play ``specs`` on the workers (with ``options`` instead of the training ones if
-        given); results in spec order."""
-        self._ensure_workers()
-        if not self._workers:
-            assert self._local is not None
-            return self._local.play(specs, keep_trace, options)
-        import ray
-
-        n = len(self._workers)
-        chunks = [specs[k::n] for k in range(n)]
-        futures = [
-            w.play.remote(c, keep_trace, options)
-            for w, c in zip(self._workers, chunks, strict=True)
-        ]
-        results = [r for chunk in ray.get(futures) for r in chunk]
-        return sorted(results, key=lambda r: r.spec.index)
+        """Play ``specs`` on the workers; results in spec order."""
+        return self.pool.play(specs, keep_trace, options)
 
     def train_specs(self, step: int) -> list[EpisodeSpec]:
         """The episodes of ``step``: seeds_per_step seeds from the data position, G each."""
@@ -501,14 +448,7 @@ class Trainer:
         )
 
     def close(self) -> None:
-        if self._workers:
-            import ray
-
-            for w in self._workers:
-                ray.kill(w)
-            self._workers = []
-            if self._ray_started:
-                ray.shutdown()
+        self.pool.close()
 
 
 def _group_std(rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
