@@ -7,7 +7,9 @@ goal clauses (public task information), remembers what it has seen, and:
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
 * otherwise opens closed containers it has not searched, closes them again once nothing wanted
-  is left inside (a tidy housemate), and explores.
+  is left inside (a tidy housemate), and explores;
+* never repeats an action that failed for a reason that cannot change (the observation's
+  ``failure.permanent``): it leaves that object alone instead.
 
 With communication off the same agents duplicate searches and chase the same objects, which is
 what the comm-ablation measures.
@@ -19,6 +21,8 @@ import re
 from collections import deque
 from typing import Any
 
+from benchmark.agents import Team
+from benchmark.env.views import TaskInfo
 from benchmark.goals import HOME, Clause, parse_clause
 from benchmark.sim.catalog import type_of_id as _type
 
@@ -60,6 +64,9 @@ class HeuristicAgent:
         self.reported: set[str] = set()
         self.mine: str | None = None
         self.to_close: set[str] = set()  # searched containers it opened and will close again
+        self.last_action = ""  # its last action, without the message
+        self.futile: set[tuple[str, str]] = set()  # (action, what it held) that cannot work
+        self.avoid: set[str] = set()  # objects such an action was about
 
     # ------------------------------------------------------------------ perception
     def observe(self, obs: dict[str, Any]) -> None:
@@ -74,10 +81,8 @@ class HeuristicAgent:
                 self.reported.add(oid)
                 where = f" in {entry['in']}" if entry["in"] else ""
                 self.outbox.append(f"found {oid}{where}")
-        held = re.search(r"(\S+) is held by agent (\d+)", obs["feedback"])
-        if held and not obs["last_success"]:
-            self.claims[held.group(1)] = f"agent_{held.group(2)}"
-            self.claimed_at[held.group(1)] = self.tick
+        if not obs["last_success"]:
+            self._failed(obs)
         for msg in obs["messages"]:
             m = _MESSAGE.match(msg["text"])
             if m is None:
@@ -101,6 +106,16 @@ class HeuristicAgent:
             elif verb == "done":
                 self.claims[oid] = msg["sender"]
                 self.claimed_at[oid] = 10**9  # delivered: never expires
+
+    def _failed(self, obs: dict[str, Any]) -> None:
+        """Learn from the failure of its last action (structured, never from the text)."""
+        failure = obs["failure"]
+        target = self.last_action.partition(" ")[2]
+        if failure["reason"] == "held_by_other" and target and failure["agent"]:
+            self.claims[target] = failure["agent"]
+            self.claimed_at[target] = self.tick
+        if failure["permanent"]:
+            self.futile.add((self.last_action, obs["holding"]))
 
     # ------------------------------------------------------------------ goal reading
     def _wanted(self, oid: str) -> bool:
@@ -142,6 +157,8 @@ class HeuristicAgent:
             for oid in self.seen:
                 if not self._clause_for(c, oid) or self._satisfied(c, oid):
                     continue
+                if oid in self.avoid or self.seen[oid].get("in", "") in self.avoid:
+                    continue
                 if self.claims.get(oid, self.name) != self.name or oid == holding:
                     continue
                 out.append((c, oid))
@@ -150,6 +167,14 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ acting
     def decide(self, obs: dict[str, Any]) -> str:
         action = self._choose(obs)
+        for _ in range(len(self.futile)):
+            if (action, obs["holding"]) not in self.futile:
+                break
+            self.avoid.add(action.partition(" ")[2])
+            action = self._choose(obs)
+        if (action, obs["holding"]) in self.futile:
+            action = "explore"
+        self.last_action = action
         if (
             self.mine is not None
             and self.tick - self.claimed_at.get(self.mine, self.tick) > CLAIM_TTL // 2
@@ -214,7 +239,9 @@ class HeuristicAgent:
         )
         if clause is not None and clause.target not in (None, HOME):
             targets = [
-                oid for oid in self.seen if oid == clause.target or _type(oid) == clause.target
+                oid
+                for oid in self.seen
+                if (oid == clause.target or _type(oid) == clause.target) and oid not in self.avoid
             ]
             for oid in sorted(targets, key=lambda o: o not in visible):
                 if "closed" in self.seen[oid].get("state", ""):
@@ -234,6 +261,7 @@ class HeuristicAgent:
             if o["objectType"] in CONTAINERS
             and "closed" in o.get("state", "")
             and oid not in self.searched
+            and oid not in self.avoid
             and self.claims.get(oid, self.name) == self.name
         ]
         if closed:
@@ -250,11 +278,11 @@ class HeuristicAgent:
         return "explore"
 
 
-class HeuristicTeam:
+class HeuristicTeam(Team):
     """One :class:`HeuristicAgent` per agent; no shared state except messages."""
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
-        goal = [parse_clause(text) for text in task_info["goal"]]
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        goal = [parse_clause(text) for text in task_info.goal]
         self.agents = {a: HeuristicAgent(a, goal, agent_ids) for a in agent_ids}
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -15,7 +15,9 @@ from collections import deque
 from typing import Any
 
 from baselines.llm_support import UsageMeter, load_prompt, shared_llm
+from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
+from benchmark.env.views import TaskInfo
 from benchmark.llm import Sampling
 from benchmark.sim.catalog import type_of_id
 
@@ -76,7 +78,7 @@ def extract_action(text: str, visible: list[str]) -> str | None:
     return None
 
 
-class LLMAgentsTeam:
+class LLMAgentsTeam(Team):
     """Decentralised LLM agents (one prompt per agent per decision, batched)."""
 
     def __init__(
@@ -91,11 +93,11 @@ class LLMAgentsTeam:
         self.template = load_prompt(prompt)
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.llm = shared_llm(self.llm_config)
         self.meter = UsageMeter(self.llm)
         self.agents = agent_ids
-        self.instruction = task_info["instruction"]
+        self.instruction = task_info.instruction
         self.history = {a: deque(maxlen=HISTORY) for a in agent_ids}
         self.announced: dict[str, set[str]] = {a: set() for a in agent_ids}
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.llm_support import UsageMeter, load_prompt, shared_llm
+from benchmark.agents import Team
 from benchmark.decompose import Decomposition, Subtask, constrained_decompose, decompose
+from benchmark.env.views import TaskInfo
 from benchmark.llm import Sampling
 from benchmark.sim.catalog import type_of_id
 
 
-class LLMPlannerTeam:
+class LLMPlannerTeam(Team):
     """Decompose, allocate, execute; re-plan on failures and discoveries."""
 
     def __init__(
@@ -37,20 +39,20 @@ class LLMPlannerTeam:
         self.sampling = Sampling(max_tokens=max_tokens)
         self.failures_before_replan = failures_before_replan
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.llm = shared_llm(self.llm_config)
         self.meter = UsageMeter(self.llm)
         self.agents = agent_ids
-        self.instruction = task_info["instruction"]
-        self.capabilities = task_info["capabilities"]
+        self.instruction = task_info.instruction
+        self.capabilities = dict(task_info.cannot)
         self.known: dict[str, None] = {}
-        self.plan = Decomposition(ok=False)
+        self.decomposition = Decomposition(ok=False)
         self.done: set[str] = set()
+        self.futile: set[str] = set()  # actions that failed for a reason that cannot change
         self.current: dict[str, Subtask | None] = dict.fromkeys(agent_ids)
         self.failures = 0
         self.replans = -1
         self.plan_quality: dict[str, float] = {}
-        self.checklist = task_info.get("checklist")
 
     # ------------------------------------------------------------------ planning
     def _relevant_new(self, observations: dict[str, dict[str, Any]]) -> bool:
@@ -82,18 +84,19 @@ class LLMPlannerTeam:
                 self.sampling,
             )
         self.meter.parse(plan.ok)
-        self.plan = plan
+        self.decomposition = plan
         self.done = set()
         self.current = dict.fromkeys(self.agents)
         self.failures = 0
 
     def _next_subtask(self, agent: str) -> Subtask | None:
         taken = {s.id for s in self.current.values() if s is not None}
-        for s in self.plan.subtasks:
+        for s in self.decomposition.subtasks:
             if (
                 s.agent == agent
                 and s.id not in self.done
                 and s.id not in taken
+                and s.action not in self.futile
                 and set(s.after) <= self.done
             ):
                 return s
@@ -119,6 +122,8 @@ class LLMPlannerTeam:
                     self.done.add(task.id)
                 else:
                     self.failures += 1
+                    if obs["failure"]["permanent"]:
+                        self.futile.add(task.action)
                 task = self.current[agent] = None
             if task is None:
                 task = self.current[agent] = self._next_subtask(agent)
@@ -136,8 +141,11 @@ class LLMPlannerTeam:
     def metrics(self) -> dict[str, float]:
         out = self.meter.metrics()
         out["plan/replans"] = max(0, self.replans)
-        out["plan/subtasks"] = len(self.plan.subtasks)
+        out["plan/subtasks"] = len(self.decomposition.subtasks)
         return out
+
+    def plan(self) -> Decomposition | None:
+        return self.decomposition
 
     def close(self) -> None:
         """The LLM stays loaded for the next episode in this process."""

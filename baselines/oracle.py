@@ -6,12 +6,20 @@ agents. Each agent then works through its atoms with reactive recipes that look 
 state at every decision: open what encloses the object, fetch it, open the destination, put it;
 fetch a knife before slicing; toast a slice; brew into a mug; toggle things off. With one agent
 it is the single-agent reference used for speedup.
+
+It reads the episode's scoring state through the read-only privileged view
+(:class:`~benchmark.env.views.PrivilegedView`: checklist, satisfied atoms, heavy objects,
+capabilities and a world snapshot at every decision), never the environment. A step that failed
+for a reason that cannot change is never issued again: when an atom's recipe comes back to it,
+the atom is given up.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from benchmark.agents import Team
+from benchmark.env.views import PrivilegedView, TaskInfo
 from benchmark.goals import Atom, holds_for
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World
@@ -28,29 +36,30 @@ HEAT_FOR = {
 GIVE_UP_AFTER = 4
 
 
-class OracleTeam:
+class OracleTeam(Team):
     """Central planner over all agents (needs ``observability='full'``)."""
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
-        if "env" not in task_info:
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        if task_info.privileged is None:
             raise ValueError(
                 "the oracle needs full observability (env option observability='full')"
             )
-        self.env = task_info["env"]
+        self.view: PrivilegedView = task_info.privileged
+        self.checklist = self.view.checklist
+        self.heavy = self.view.heavy
+        self.world: World = self.view.world()
+        self.satisfied = self.view.satisfied()
         self.agents = agent_ids
         self.assigned: dict[int, list[int]] = {}  # atom -> agents
         self.queue: list[list[int]] = [[] for _ in agent_ids]
         self.failures: dict[tuple[int, int], int] = {}
         self.claimed: dict[int, int] = {}  # agent -> object it is working with (count atoms)
         self.dropped: set[int] = set()
-
-    def close(self) -> None:
-        self.env = None
+        self.working: dict[int, int] = {}  # agent -> the atom its last step was for
+        self.last_step: dict[int, tuple[str, int]] = {}  # agent -> (its last step, what it held)
+        self.futile: set[tuple[str, int]] = set()  # (step, held object) that can never work
 
     # ------------------------------------------------------------------ assignment
-    @property
-    def world(self) -> World:
-        return self.env.world
 
     def _cell(self, index: int) -> tuple[int, int]:
         x, _, z = self.world.position(index)
@@ -73,11 +82,11 @@ class OracleTeam:
         return cost, here
 
     def _assign(self) -> None:
-        env, world = self.env, self.world
+        world = self.world
         pending = [
             i
-            for i, a in enumerate(env.episode.checklist)
-            if not env.satisfied[i] and i not in self.assigned and i not in self.dropped
+            for i in range(len(self.checklist))
+            if not self.satisfied[i] and i not in self.assigned and i not in self.dropped
         ]
         if not pending:
             return
@@ -85,11 +94,11 @@ class OracleTeam:
         ends = [(a.i, a.j) for a in world.agents]
         for k, q in enumerate(self.queue):
             for i in q:
-                c, ends[k] = self._cost(ends[k], env.episode.checklist[i])
+                c, ends[k] = self._cost(ends[k], self.checklist[i])
                 load[k] += c
-        jobs = sorted(pending, key=lambda i: -self._cost(ends[0], env.episode.checklist[i])[0])
+        jobs = sorted(pending, key=lambda i: -self._cost(ends[0], self.checklist[i])[0])
         for i in jobs:
-            atom = env.episode.checklist[i]
+            atom = self.checklist[i]
             able = [k for k in range(len(self.agents)) if self._able(k, atom)] or list(
                 range(len(self.agents))
             )
@@ -103,7 +112,7 @@ class OracleTeam:
 
     def _able(self, k: int, atom: Atom) -> bool:
         """Whether agent ``k``'s capabilities allow the skills ``atom`` is likely to need."""
-        cannot = self.env.task.capability(k).cannot
+        cannot = self.view.cannot[k]
         if not cannot:
             return True
         world = self.world
@@ -127,27 +136,40 @@ class OracleTeam:
 
     def _heavy(self, atom: Atom) -> bool:
         index = self.world.index_of.get(atom.subject, -1)
-        return index in self.env.episode.heavy
+        return index in self.heavy
 
     # ------------------------------------------------------------------ acting
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
-        env = self.env
-        for i, ok in enumerate(env.satisfied):
+        self.world, self.satisfied = self.view.world(), self.view.satisfied()
+        for i, ok in enumerate(self.satisfied):
             if ok and i in self.assigned:
                 for k in self.assigned.pop(i):
                     self.queue[k] = [j for j in self.queue[k] if j != i]
-        self._assign()
-        actions = {}
         deciding = [k for k, a in enumerate(self.agents) if observations[a]["needs_decision"]]
         for k in deciding:
-            name = self.agents[k]
-            if not observations[name]["last_success"] and self.queue[k]:
-                key = (k, self.queue[k][0])
-                self.failures[key] = self.failures.get(key, 0) + 1
-                if self.failures[key] > GIVE_UP_AFTER * 3:
-                    self._drop(self.queue[k][0])
-            actions[name] = self._next(k, deciding) or "wait"
+            obs = observations[self.agents[k]]
+            if not obs["last_success"]:
+                self._failed(k, obs["failure"])
+        self._assign()
+        actions = {}
+        for k in deciding:
+            step = self._next(k, deciding) or "wait"
+            self.last_step[k] = (step, self.world.agents[k].held)
+            actions[self.agents[k]] = step
         return actions
+
+    def _failed(self, k: int, failure: dict[str, Any]) -> None:
+        """Agent ``k``'s last step failed: remember it when it can never work; give its atom
+        up after repeated failures otherwise."""
+        if failure["permanent"] and k in self.last_step:
+            self.futile.add(self.last_step[k])
+            return
+        i = self.working.get(k, -1)
+        if i < 0 or i in self.dropped or i not in self.assigned:
+            return
+        self.failures[(k, i)] = self.failures.get((k, i), 0) + 1
+        if self.failures[(k, i)] > GIVE_UP_AFTER * 3:
+            self._drop(i)
 
     def _drop(self, i: int) -> None:
         self.dropped.add(i)
@@ -155,25 +177,27 @@ class OracleTeam:
             self.queue[k] = [j for j in self.queue[k] if j != i]
 
     def _next(self, k: int, deciding: list[int]) -> str | None:
-        env = self.env
-        cannot = env.task.capability(k).cannot
+        cannot = self.view.cannot[k]
+        self.working.pop(k, None)
         while self.queue[k]:
             i = self.queue[k][0]
-            if env.satisfied[i]:
+            if self.satisfied[i]:
                 self.queue[k].pop(0)
                 continue
-            atom = env.episode.checklist[i]
-            step = self._recipe(k, atom, i, deciding)
+            step = self._recipe(k, self.checklist[i], i, deciding)
             if step is not None and step.split()[0] in cannot:
                 self._hand_back(k, i)
                 continue
+            if (step, self.world.agents[k].held) in self.futile:
+                step = None
             if step is not None:
+                self.working[k] = i
                 return step
             self._drop(i)
         held = self.world.agents[k].held
-        if held >= 0 and not all(env.satisfied):
+        if held >= 0 and not all(self.satisfied):
             return self._free_hands(k) or "wait"
-        if all(env.satisfied):
+        if all(self.satisfied):
             return "done"
         return self._make_room(k)
 
@@ -332,7 +356,7 @@ class OracleTeam:
         step = self._free_hands(k) or self._reach(k, subject)
         if step is not None:
             return step
-        if subject not in self.env.episode.heavy:
+        if subject not in self.heavy:
             return f"pickup {atom.subject}"
         partners = [j for j in team if j != k]
         if not partners:

@@ -9,16 +9,18 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.agents import Team
+from benchmark.env.views import TaskInfo
 from benchmark.skill_names import PLAIN_SKILLS, TARGETED_SKILLS
 
 
-class RandomTeam:
+class RandomTeam(Team):
     """Independent uniformly random skills, seeded (``seed``) for reproducible runs."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None:
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.rng = np.random.default_rng(self.seed)
         self.agents = agent_ids
 

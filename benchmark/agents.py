@@ -1,30 +1,57 @@
-"""The agent interface and the registry that configs use to name agents.
+"""The team interface, and the registry that configs use to name teams.
 
-A team implements ``reset(agent_ids, task_info)``, ``act(observations) -> actions`` and
-``close()``; ``act`` receives every agent's observation and returns action text for the agents
-whose observation has ``needs_decision`` set. A team may be one central controller or one
-policy per agent. Teams are found by name through the ``collab_bench.agents`` entry-point group
+A team subclasses :class:`Team`: it implements ``reset(agent_ids, task_info)`` and
+``act(observations) -> actions``; ``act`` receives every agent's observation and returns action
+text for the agents whose observation has ``needs_decision`` set. The optional hooks have
+defaults: ``rewarded`` sees each step's rewards, ``metrics`` and ``plan`` add to the episode's
+result row, ``close`` releases resources. A team may be one central controller or one policy
+per agent. Teams are found by name through the ``collab_bench.agents`` entry-point group
 (``pyproject.toml``), or by a ``module:Class`` path, so the benchmark never imports them itself.
 """
 
 from __future__ import annotations
 
+import abc
 import importlib
 from importlib.metadata import entry_points
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
+
+from benchmark.env.views import TaskInfo
+
+if TYPE_CHECKING:
+    from benchmark.decompose import Decomposition
 
 ENTRY_POINT_GROUP = "collab_bench.agents"
 
 
-@runtime_checkable
-class Team(Protocol):
-    """What the environment loop needs from a team of agents."""
+class Team(abc.ABC):
+    """What the episode loop (:func:`benchmark.rollout.run_episode`) needs from a team."""
 
-    def reset(self, agent_ids: list[str], task_info: dict[str, Any]) -> None: ...
+    @abc.abstractmethod
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        """Start an episode with these agents and this task."""
 
-    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]: ...
+    @abc.abstractmethod
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Action text for every agent whose observation has ``needs_decision`` set."""
 
-    def close(self) -> None: ...
+    def rewarded(self, rewards: dict[str, float]) -> None:
+        """The rewards of the step just taken, by agent (learning teams record them)."""
+        return None
+
+    def metrics(self) -> dict[str, float]:
+        """Extra numbers for the episode's result row (LLM tokens, parse failures...), read
+        once the episode has ended."""
+        return {}
+
+    def plan(self) -> Decomposition | None:
+        """The task decomposition the team made this episode, if any; the runner scores it
+        against the episode's checklist."""
+        return None
+
+    def close(self) -> None:
+        """Release what the team holds (models, servers); called after every episode."""
+        return None
 
 
 def registered_teams() -> dict[str, str]:
@@ -44,7 +71,6 @@ def make_team(name: str, **kwargs: Any) -> Team:
         cls = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise ValueError(f"cannot load team {name!r} from {path!r}: {err}") from err
-    team = cls(**kwargs)
-    if not isinstance(team, Team):
-        raise ValueError(f"{path} does not implement reset/act/close")
-    return team
+    if not (isinstance(cls, type) and issubclass(cls, Team)):
+        raise ValueError(f"{path} is not a subclass of benchmark.agents.Team")
+    return cls(**kwargs)

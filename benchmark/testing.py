@@ -2,8 +2,9 @@
 
 It runs PettingZoo's ``parallel_api_test`` and ``parallel_seed_test`` and adds its own checks,
 each a small function that raises ``EnvCheckError``: every observation lies in its space,
-seeding is deterministic (same seed and actions, same trace hash), and the trace is valid JSON
-that replays to the same checklist and hash.
+seeding is deterministic (same seed and actions, same trace hash), reset options are honoured
+and unknown ones rejected, and the trace is valid JSON that replays to the same checklist and
+hash.
 """
 
 from __future__ import annotations
@@ -17,11 +18,41 @@ import numpy as np
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from benchmark.env.collab_env import CollabEnv
-from benchmark.env.trace import replay, trace_hash
+from benchmark.env.replay import replay
+from benchmark.env.trace import trace_hash
 
 
 class EnvCheckError(AssertionError):
     """An environment failed a compliance check."""
+
+
+PETTINGZOO_PROBE = {"options": 1}  # what parallel_api_test passes to check reset's signature
+
+
+class _ProbedEnv(CollabEnv):
+    """The environment as PettingZoo's API test sees it: that test calls
+    ``reset(seed=0, options={"options": 1})`` only to check that reset takes options, and the
+    environment rightly rejects an unknown option; this one placeholder is answered with a plain
+    reset. :func:`check_reset_options` checks the real handling of options."""
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        return super().reset(seed=seed, options=None if options == PETTINGZOO_PROBE else options)
+
+
+def check_reset_options(env: CollabEnv) -> None:
+    """Reset options override one episode's env options; unknown ones raise ValueError."""
+    flipped = not env.base_options.comm
+    env.reset(seed=0, options={"comm": flipped})
+    if env.options.comm != flipped or env.recorder.trace["config"]["options"]["comm"] != flipped:
+        raise EnvCheckError("reset(options={'comm': ...}) did not reach the episode")
+    env.reset(seed=0)
+    if env.options != env.base_options:
+        raise EnvCheckError("reset options outlived their episode")
+    try:
+        env.reset(seed=0, options=PETTINGZOO_PROBE)
+    except ValueError:
+        return
+    raise EnvCheckError("reset accepted an unknown option")
 
 
 def check_observations_in_spaces(env: CollabEnv, observations: dict[str, Any]) -> None:
@@ -88,10 +119,13 @@ def check_env(make: Callable[[], CollabEnv], api_cycles: int = 60, seed_cycles: 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PettingZoo reports some violations only as warnings
         try:
-            parallel_api_test(make(), num_cycles=api_cycles)
+            env = make()
+            probed = _ProbedEnv(env.task, env.fixed_scene, env.n_agents, env.seed, env.base_options)
+            parallel_api_test(probed, num_cycles=api_cycles)
             parallel_seed_test(make, num_cycles=seed_cycles)
         except (AssertionError, UserWarning) as err:
             raise EnvCheckError(f"PettingZoo API check failed: {err}") from err
     check_seeding(make)
+    check_reset_options(make())
     env = make()
     check_trace(random_rollout(env, 1, np.random.default_rng(1)))

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from benchmark.env.trace import env_from_trace
+from benchmark.env.replay import env_from_trace
 from benchmark.render import top_down
 
 
@@ -19,11 +19,14 @@ def replay_frames(trace: dict[str, Any], pixels_per_metre: int = 40) -> list:
     """One top-down image at the start and after every tick of the traced episode."""
     env = env_from_trace(trace)
     frames = [top_down(env.world, pixels_per_metre=pixels_per_metre)]
-    env.tick_hook = lambda e: frames.append(top_down(e.world, pixels_per_metre=pixels_per_metre))
+
+    def draw(world: Any) -> None:
+        frames.append(top_down(world, pixels_per_metre=pixels_per_metre))
+
     for step in trace["decisions"]:
         if not env.agents:
             break
-        env.step(step["actions"])
+        env.step(step["actions"], on_tick=draw)
     return frames
 
 

@@ -7,6 +7,7 @@ import pytest
 from benchmark.env import make_env
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import cap_tokens
+from benchmark.sim.planning import interaction_poses, sight_poses
 
 TRANSPORT = "transport_produce_fridge_v0"
 
@@ -53,7 +54,7 @@ def test_navigate_moves_one_cell_per_tick_and_step_returns_when_someone_must_dec
             if not world.enclosed(world.index_of[a.subject])
             and min(
                 abs(p.i - me.i) + abs(p.j - me.j)
-                for p in env._sight_poses(world.index_of[a.subject])
+                for p in sight_poses(world, world.index_of[a.subject])
             )
             >= 3
         ]
@@ -129,15 +130,15 @@ def test_capability_profiles_forbid_skills() -> None:
     fridge = next(s.object_id for s in env.world.specs if s.openable)
     obs, *_ = env.step({"agent_0": "wait", "agent_1": f"open {fridge}"})
     assert obs["agent_1"]["last_success"] == 0 and "cannot open" in obs["agent_1"]["feedback"]
-    assert env.task_info()["capabilities"]["agent_1"] == ["close", "open"]
+    assert env.task_info().cannot["agent_1"] == ("close", "open")
+    failure = obs["agent_1"]["failure"]
+    assert failure == {"reason": "not_allowed", "permanent": 1, "agent": ""}
 
 
 def test_heavy_objects_need_two_agents_lifting_in_the_same_tick() -> None:
     env = make_env("heavy_box_sofa_v0", n_agents=2, seed=0, observability="full")
     box = next(iter(env.episode.heavy))
     oid = env.world.specs[box].object_id
-    from benchmark.sim.planning import interaction_poses
-
     for k in (0, 1):
         pose = interaction_poses(env.world, k, box)[0]
         env.controller.step(
@@ -149,8 +150,11 @@ def test_heavy_objects_need_two_agents_lifting_in_the_same_tick() -> None:
         )
     obs, *_ = env.step({"agent_0": f"pickup {oid}", "agent_1": "wait"})
     assert "too heavy" in obs["agent_0"]["feedback"]
+    assert obs["agent_0"]["failure"]["reason"] == "too_heavy"
+    assert obs["agent_0"]["failure"]["permanent"] == 1, "a pickup of a heavy object never works"
     obs, *_ = env.step({"agent_0": f"lift {oid}", "agent_1": "wait"})
     assert "second agent" in obs["agent_0"]["feedback"]
+    assert obs["agent_0"]["failure"] == {"reason": "needs_partner", "permanent": 0, "agent": ""}
     obs, *_ = env.step({"agent_0": f"lift {oid}", "agent_1": f"lift {oid}"})
     holders = [a.held for a in env.world.agents]
     assert box in holders and obs["agent_0"]["last_success"] == obs["agent_1"]["last_success"] == 1
@@ -165,8 +169,6 @@ def test_rewards_share_team_progress_and_credit_the_actor() -> None:
     world.update(fridge.index, is_open=True, openness=1.0)
     world.update(index, parent=-1, holder=0)
     world.move_agent(0, world.agents[0]._replace(held=index))
-    from benchmark.sim.planning import interaction_poses
-
     pose = interaction_poses(world, 0, fridge.index)[0]
     env.controller.step(
         action="Teleport",
@@ -179,7 +181,9 @@ def test_rewards_share_team_progress_and_credit_the_actor() -> None:
     _, rewards, *_ = env.step({"agent_0": f"put {fridge.object_id}", "agent_1": "wait"})
     assert rewards["agent_0"] == pytest.approx(0.5 * 1 / n_atoms + 0.5 * 1 / n_atoms)
     assert rewards["agent_1"] == pytest.approx(0.5 * 1 / n_atoms)
-    assert env.credit == [1, 0]
+    assert [(e["agent"], e["satisfied"]) for e in env.recorder.trace["atoms"]] == [
+        ("agent_0", True)
+    ]
 
 
 def test_every_agent_choosing_done_ends_the_episode() -> None:
@@ -228,3 +232,63 @@ def test_a_message_to_an_unknown_recipient_fails_with_feedback_and_is_not_lost_s
     obs, *_ = env.step(_idle(env, agent_0="wait | say agent_0: note to self"))
     assert "yourself" in obs["agent_0"]["feedback"]
     assert env.postbox.log == []
+
+
+def _rewards_of_oracle_episode(success_bonus: float) -> tuple[list[dict], bool]:
+    from benchmark.agents import make_team
+
+    env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full", success_bonus=success_bonus)
+    team = make_team("oracle")
+    obs, _ = env.reset(seed=0)
+    team.reset(list(env.possible_agents), env.task_info())
+    steps, infos = [], {}
+    while env.agents:
+        obs, rewards, _, _, infos = env.step(team.act(obs))
+        steps.append(rewards)
+    return steps, infos["agent_0"]["trace"]["final"]["success"]
+
+
+def test_the_success_bonus_is_paid_to_every_agent_on_the_completing_step() -> None:
+    with_bonus, solved = _rewards_of_oracle_episode(success_bonus=1.0)
+    without, _ = _rewards_of_oracle_episode(success_bonus=0.0)
+    assert solved and len(with_bonus) == len(without), "the bonus does not change the play"
+    for a in ("agent_0", "agent_1"):
+        assert with_bonus[-1][a] - without[-1][a] == pytest.approx(1.0)
+        assert [s[a] for s in with_bonus[:-1]] == pytest.approx([s[a] for s in without[:-1]])
+
+
+def test_reset_options_override_one_episode_and_unknown_ones_are_rejected() -> None:
+    env = make_env(TRANSPORT, n_agents=2, seed=0)
+    env.reset(seed=0, options={"comm": False, "scene": "FloorPlan2"})
+    assert env.episode.scene == "FloorPlan2" and env.options.comm is False
+    obs, *_ = env.step(_idle(env, agent_0="wait | say agent_1: hello"))
+    assert obs["agent_1"]["messages"] == ()
+    env.reset(seed=0)
+    assert env.options.comm is True, "options last one episode"
+    with pytest.raises(ValueError, match="valid options"):
+        env.reset(seed=0, options={"colour": "red"})
+
+
+def test_a_pickup_of_an_object_another_agent_holds_names_the_holder() -> None:
+    env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full")
+    world = env.world
+    index = world.index_of[env.episode.checklist[0].subject]
+    world.update(index, parent=-1, holder=1)
+    world.move_agent(1, world.agents[1]._replace(held=index))
+    oid = world.specs[index].object_id
+    obs, *_ = env.step({"agent_0": f"pickup {oid}", "agent_1": "wait"})
+    assert obs["agent_0"]["failure"] == {
+        "reason": "held_by_other",
+        "permanent": 0,
+        "agent": "agent_1",
+    }
+    assert "held by agent 1" in obs["agent_0"]["feedback"]
+
+
+def test_on_tick_sees_the_world_after_every_tick() -> None:
+    env = make_env(TRANSPORT, n_agents=2, seed=0, message_cost=2)
+    seen: list[int] = []
+    env.step(
+        {"agent_0": "wait | say all: hi", "agent_1": "done"}, on_tick=lambda w: seen.append(w.tick)
+    )
+    assert seen == [1, 2, 3] and env.tick == 3

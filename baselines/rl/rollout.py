@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from baselines.rl.agent_view import AgentView
-from benchmark.env.collab_env import CollabEnv, EnvOptions
+from benchmark.env import CollabEnv, EnvOptions
 from benchmark.llm.base import Sampling
 from benchmark.metrics import episode_metrics
 

@@ -21,7 +21,7 @@ import torch
 from baselines.rl.agent_view import AgentView
 from baselines.rl.policy import Policy, resolve_model_dir
 from benchmark.agents import make_team
-from benchmark.env.collab_env import CollabEnv, EnvOptions
+from benchmark.env import CollabEnv, EnvOptions
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.metrics import episode_metrics
 from benchmark.skill_names import SKILLS

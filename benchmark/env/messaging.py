@@ -70,7 +70,23 @@ class Postbox:
                 self.inbox[r].append(msg)
         return msg
 
-    def collect(self, agent: str) -> list[Message]:
-        """Messages waiting for ``agent``, removed from its inbox."""
-        out, self.inbox[agent] = self.inbox[agent], []
+    def recipient_problem(self, sender: str, to: str) -> str | None:
+        """Why ``sender`` cannot message ``to`` (an unknown agent, or itself), if so."""
+        if to == "all":
+            return None
+        if to == sender:
+            return "could not send the message: you cannot message yourself"
+        if to not in self.agents:
+            return (
+                f"could not send the message: no agent {to!r}; "
+                f"recipients are all, {', '.join(self.agents)}"
+            )
+        return None
+
+    def deliver(self, agents: list[str]) -> dict[str, list[Message]]:
+        """Every agent's delivery now: the listed agents receive the messages waiting for them
+        (removed from their inboxes); the others receive nothing yet."""
+        out: dict[str, list[Message]] = {a: [] for a in self.agents}
+        for a in agents:
+            out[a], self.inbox[a] = self.inbox[a], []
         return out

@@ -4,18 +4,53 @@ text for LLM agents, with the gymnasium spaces that contain them."""
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from benchmark.env.messaging import Message, printable
+from benchmark.env.skills import Skill, is_permanent
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World
 
 CHARSET = frozenset(string.printable)
 MAX_TEXT = 32_000
 MAX_ACTION_TEXT = 2_000
+
+
+@dataclass(frozen=True)
+class LastAction:
+    """The outcome of an agent's last action, as its next observation reports it.
+
+    Attributes:
+        text: the action text it sent.
+        success, feedback: whether it worked, and the feedback sentence.
+        reason: why it failed (a simulator Failure or a SkillFailure value; "" on success).
+        permanent: the same action would fail again whatever happens (no use retrying).
+        other_agent: the agent involved in the failure (holding the target, in the way), or "".
+    """
+
+    text: str = ""
+    success: bool = True
+    feedback: str = "episode started"
+    reason: str = ""
+    permanent: bool = False
+    other_agent: str = ""
+
+    @classmethod
+    def of(cls, text: str, skill: Skill, agents: list[str]) -> LastAction:
+        """The outcome of ``skill``, started by the action ``text``."""
+        other = skill.other_agent
+        return cls(
+            text,
+            skill.success,
+            skill.feedback,
+            skill.reason,
+            bool(skill.reason) and is_permanent(skill.reason),
+            agents[other] if 0 <= other < len(agents) else "",
+        )
 
 
 def text_space(max_length: int = MAX_TEXT) -> spaces.Text:
@@ -56,6 +91,9 @@ def observation_space() -> spaces.Dict:
             "last_action": text_space(MAX_ACTION_TEXT),
             "last_success": spaces.Discrete(2),
             "feedback": text_space(2_000),
+            "failure": spaces.Dict(
+                {"reason": small, "permanent": spaces.Discrete(2), "agent": small}
+            ),
         }
     )
 
@@ -93,9 +131,7 @@ def build(
     needs_decision: bool,
     visible: list[int],
     messages: list[Message],
-    last_action: str,
-    last_success: bool,
-    feedback: str,
+    last: LastAction,
 ) -> dict[str, Any]:
     """One agent's observation dict, including its text rendering under ``text``."""
     a = world.agents[agent]
@@ -119,7 +155,8 @@ def build(
         f"Tick {tick}. You stand at x={pose[0]:.2f}, z={pose[1]:.2f}, facing {a.rotation} degrees, "
         f"looking {a.horizon:+.0f} degrees.",
         f"You hold: {held or 'nothing'}.",
-        f"Last action: {last_action or 'none'} -> {'ok' if last_success else 'FAILED'}: {feedback}",
+        f"Last action: {last.text or 'none'} -> {'ok' if last.success else 'FAILED'}: "
+        f"{last.feedback}",
         "You see:" if seen else "You see nothing you can interact with.",
     ]
     for o in seen:
@@ -143,7 +180,46 @@ def build(
         "holding": held,
         "visible": tuple(seen),
         "messages": tuple(inbox),
-        "last_action": printable(last_action)[:MAX_ACTION_TEXT],
-        "last_success": int(last_success),
-        "feedback": printable(feedback)[:2_000],
+        "last_action": printable(last.text)[:MAX_ACTION_TEXT],
+        "last_success": int(last.success),
+        "feedback": printable(last.feedback)[:2_000],
+        "failure": {
+            "reason": last.reason,
+            "permanent": int(last.permanent),
+            "agent": last.other_agent,
+        },
+    }
+
+
+def learn_visible(world: World, known: list[set[str]]) -> None:
+    """Add to each agent's known objects (``known[k]``, objectIds) those it sees now."""
+    for k, ids in enumerate(known):
+        for s in world.specs:
+            if s.object_id not in ids and world.visible(k, s.index):
+                ids.add(s.object_id)
+
+
+def build_all(
+    world: World,
+    agents: list[str],
+    instruction: str,
+    tick: int,
+    deciding: list[bool],
+    inboxes: dict[str, list[Message]],
+    last: list[LastAction],
+) -> dict[str, dict[str, Any]]:
+    """Every agent's observation (see :func:`build`), by agent name."""
+    return {
+        name: build(
+            world,
+            k,
+            name,
+            instruction,
+            tick,
+            deciding[k],
+            [s.index for s in world.specs if world.visible(k, s.index)],
+            inboxes[name],
+            last[k],
+        )
+        for k, name in enumerate(agents)
     }

@@ -1,28 +1,28 @@
-"""Episode traces: everything needed to replay an episode, and the replay itself.
+"""Episode traces: everything needed to replay an episode.
 
 A trace is a JSON-serialisable dict: versions, the episode config, the checklist, every
-decision (the agents' action texts at each decision point) and the skills they started, every
-message, a compact per-tick record (each agent's primitive action, whether it succeeded, its
-running skill, whether another agent blocked it), every change of an atom with the agent whose
-action caused it, and the final outcome. Its ``trace_hash`` is the SHA-256 of its canonical
-JSON without the hash itself.
-:func:`replay` re-executes the decisions and must reproduce the checklist and the hash.
+decision (the agents' action texts at each decision point) and the skills they started (with
+the reason of every failure), every message, a compact per-tick record (each agent's primitive
+action, whether it succeeded, its running skill, whether another agent blocked it), every
+change of an atom with the agent whose action caused it, and the final outcome. Its
+``trace_hash`` is the SHA-256 of its canonical JSON without the hash itself.
+:func:`benchmark.env.replay.replay` re-executes the decisions and must reproduce the checklist
+and the hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from benchmark import __version__
+from benchmark.env.messaging import Message
+from benchmark.episode import Episode
 from benchmark.sim.scene_build import SCENE_FORMAT
 
-if TYPE_CHECKING:
-    from benchmark.env.collab_env import CollabEnv
-
-TRACE_FORMAT = 1
+TRACE_FORMAT = 2
 
 
 def trace_hash(trace: dict[str, Any]) -> str:
@@ -35,10 +35,13 @@ def trace_hash(trace: dict[str, Any]) -> str:
 class TraceRecorder:
     """Builds the trace of one episode as it runs."""
 
-    def __init__(self, env: CollabEnv) -> None:
-        self.env = env
-        ep = env.episode
-        assert ep is not None
+    def __init__(
+        self,
+        ep: Episode,
+        options: dict[str, Any],
+        instruction: str,
+        satisfied: Sequence[bool],
+    ) -> None:
         self.trace: dict[str, Any] = {
             "format": TRACE_FORMAT,
             "versions": {
@@ -51,11 +54,11 @@ class TraceRecorder:
                 "scene": ep.scene,
                 "n_agents": ep.n_agents,
                 "seed": ep.seed,
-                "options": asdict(env.options),
+                "options": dict(options),
             },
-            "instruction": env.instruction,
+            "instruction": instruction,
             "checklist": [a.key for a in ep.checklist],
-            "initially_satisfied": [bool(s) for s in env.satisfied],
+            "initially_satisfied": [bool(s) for s in satisfied],
             "decisions": [],
             "skills": [],
             "messages": [],
@@ -67,7 +70,8 @@ class TraceRecorder:
         self.trace["decisions"].append({"tick": tick, "actions": dict(actions)})
 
     def skill(self, tick: int, agent: str, name: str, target: str | None, accepted: bool) -> dict:
-        """Log a decision's skill; ``end`` and ``success`` are filled in when it finishes."""
+        """Log a decision's skill; ``end``, ``success`` and ``reason`` (why it failed) are
+        filled in when it finishes."""
         record = {
             "tick": tick,
             "agent": agent,
@@ -76,6 +80,7 @@ class TraceRecorder:
             "accepted": accepted,
             "end": None,
             "success": None,
+            "reason": None,
         }
         self.trace["skills"].append(record)
         return record
@@ -94,65 +99,22 @@ class TraceRecorder:
             row.append([action, ok, None if s is None else s.name, bool(b)])
         self.trace["ticks"].append(row)
 
-    def finish(self) -> None:
-        env = self.env
-        self.trace["messages"] = [m.to_json() for m in env.postbox.log]
+    def finish(
+        self,
+        messages: Sequence[Message],
+        satisfied: Sequence[bool],
+        ticks: int,
+        decisions: dict[str, int],
+        done: dict[str, bool],
+    ) -> None:
+        """Record the outcome (per agent: decisions taken, whether it chose ``done``) and seal
+        the trace with its hash."""
+        self.trace["messages"] = [m.to_json() for m in messages]
         self.trace["final"] = {
-            "satisfied": [bool(s) for s in env.satisfied],
-            "success": all(env.satisfied),
-            "ticks": env.tick,
-            "decisions": {a: env.decisions[k] for k, a in enumerate(env.possible_agents)},
-            "credit": {a: env.credit[k] for k, a in enumerate(env.possible_agents)},
-            "done": {a: env.finished[k] for k, a in enumerate(env.possible_agents)},
+            "satisfied": [bool(s) for s in satisfied],
+            "success": all(satisfied),
+            "ticks": ticks,
+            "decisions": dict(decisions),
+            "done": dict(done),
         }
         self.trace["trace_hash"] = trace_hash(self.trace)
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """Outcome of a replay: whether the checklist and the hash match the trace's."""
-
-    ok: bool
-    checklist_matches: bool
-    hash_matches: bool
-    trace_hash: str
-    replayed_hash: str
-    satisfied: list[bool]
-
-
-def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
-    """A fresh environment reset to the traced episode's initial state."""
-    from benchmark.env.collab_env import EnvOptions, make_env
-
-    cfg = trace["config"]
-    options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
-    return make_env(
-        cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options
-    )
-
-
-def replay(trace: dict[str, Any]) -> ReplayResult:
-    """Re-execute a trace's decisions in a fresh environment and compare the outcome."""
-    for key in ("config", "decisions", "final", "trace_hash", "checklist"):
-        if key not in trace:
-            raise ValueError(f"not a trace: missing key {key!r}")
-    env = env_from_trace(trace)
-    if [a.key for a in env.episode.checklist] != trace["checklist"]:
-        return ReplayResult(False, False, False, trace["trace_hash"], "", [])
-    for step in trace["decisions"]:
-        if not env.agents:
-            break
-        env.step(step["actions"])
-    replayed = env.recorder.trace
-    if "trace_hash" not in replayed:
-        return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
-    same_list = replayed["final"]["satisfied"] == trace["final"]["satisfied"]
-    same_hash = replayed["trace_hash"] == trace["trace_hash"]
-    return ReplayResult(
-        same_list and same_hash,
-        same_list,
-        same_hash,
-        trace["trace_hash"],
-        replayed["trace_hash"],
-        replayed["final"]["satisfied"],
-    )

@@ -9,32 +9,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from benchmark.env.skills import Navigate
+from benchmark.env.skills import Navigate, Skill, SkillFailure
+from benchmark.sim.failures import Failure
+from benchmark.sim.world import World
 
-if TYPE_CHECKING:
-    from benchmark.env.collab_env import CollabEnv
 
-
-def step_aside(env: CollabEnv, primitives: list[dict | None]) -> None:
+def step_aside(
+    world: World,
+    skills: Sequence[Skill | None],
+    finished: Sequence[bool],
+    primitives: list[dict | None],
+) -> None:
     """Courtesy rule: an agent standing on the cell a navigating agent waits for moves to a
     free neighbouring cell when it is idle or exploring (waiting, done, exploring, or its
-    action failed), or when the two block each other head-on and it has the higher index."""
-    world = env.world
-    for k, skill in enumerate(env.skills):
+    action was rejected), or when the two block each other head-on and it has the higher
+    index. ``skills`` and ``finished`` are per agent; ``primitives`` is this tick's actions."""
+    for k, skill in enumerate(skills):
         wanted = getattr(skill, "wanted", None)
         if wanted is None or skill.finished:
             continue
         other = world.occupied.get(wanted, -1)
         if other < 0 or other == k:
             continue
-        their = env.skills[other]
+        their = skills[other]
         idle = (
-            env.finished[other]
+            finished[other]
             or their is None
             or their.name in ("wait", "done", "explore")
-            or their.name.startswith("!")
+            or their.rejected
         )
         head_on = (
             isinstance(their, Navigate)
@@ -71,21 +75,28 @@ def right_of_way(primitives: list[dict | None]) -> None:
 
 
 def joint_lifts(
-    env: CollabEnv, lifters: dict[int, list[int]], primitives: list[dict | None]
-) -> dict[int, str]:
-    """Resolve this tick's ``lift`` skills; returns failure feedback per failed lifter."""
-    world = env.world
-    failures: dict[int, str] = {}
+    world: World,
+    heavy: frozenset[int],
+    lifters: dict[int, list[int]],
+    primitives: list[dict | None],
+) -> dict[int, tuple[str, str]]:
+    """Resolve this tick's ``lift`` skills (``lifters``: object index -> agents lifting it);
+    returns (reason, feedback) per failed lifter and sets the pickup of the one that lifts."""
+    failures: dict[int, tuple[str, str]] = {}
     for index, agents in lifters.items():
         oid = world.specs[index].object_id
         ready = [k for k in agents if world.visible(k, index) and world.agents[k].held < 0]
         for k in set(agents) - set(ready):
-            failures[k] = f"lift {oid} failed: it must be in view and your hands empty"
-        if index in env.episode.heavy and len(ready) < 2:
+            reason = Failure.HANDS_FULL if world.agents[k].held >= 0 else Failure.NOT_VISIBLE
+            failures[k] = (reason, f"lift {oid} failed: it must be in view and your hands empty")
+        if index in heavy and len(ready) < 2:
             for k in ready:
-                failures[k] = f"lift {oid} failed: it needs a second agent lifting in the same tick"
+                failures[k] = (
+                    SkillFailure.NEEDS_PARTNER,
+                    f"lift {oid} failed: it needs a second agent lifting in the same tick",
+                )
             continue
         if ready:
-            order = sorted(ready, key=lambda k: (k - world.tick) % env.n_agents)
+            order = sorted(ready, key=lambda k: (k - world.tick) % len(world.agents))
             primitives[order[0]] = {"action": "PickupObject", "objectId": oid}
     return failures

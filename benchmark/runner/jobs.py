@@ -49,9 +49,12 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
         options["strict_agents"] = False
     env = make_env(task, n_agents=job.n_agents, seed=job.seed, **options)
     team = make_team(job.baseline, **job.team_kwargs)
-    trace = run_episode(env, team, seed=job.seed)
-    extra = dict(team.metrics()) if hasattr(team, "metrics") else {}
-    plan = getattr(team, "plan", None)
+    try:
+        trace = run_episode(env, team, seed=job.seed)
+        extra = dict(team.metrics())
+        plan = team.plan()
+    finally:
+        team.close()
     if plan is not None:
         scores = quality(plan, env.episode.checklist, env.possible_agents)
         extra.update({f"plan/{k}": v for k, v in scores.items()})

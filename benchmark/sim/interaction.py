@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from benchmark.sim.failures import Failure
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.state_changes import settle
-from benchmark.sim.world import OK, ActionResult, World, find_target
+from benchmark.sim.world import OK, ActionResult, World, failed, find_target
 
 PLACE_MARGIN = 0.1  # metres kept between a placed object and the receptacle's edge
 
@@ -19,15 +20,15 @@ def pickup(
 ) -> ActionResult:
     agent = world.agents[a]
     if agent.held >= 0:
-        return ActionResult(
-            False,
+        return failed(
+            Failure.HANDS_FULL,
             f"{action} failed: the agent is already holding {world.specs[agent.held].object_id}",
         )
     index, fail = find_target(world, a, action, objectId, forceAction)
     if fail:
         return fail
     if not world.specs[index].pickupable:
-        return ActionResult(False, f"{action} failed: {objectId} is not pickupable")
+        return failed(Failure.NOT_PICKUPABLE, f"{action} failed: {objectId} is not pickupable")
     world.update(index, holder=a, parent=-1)
     world.move_agent(a, agent._replace(held=index))
     return OK
@@ -61,18 +62,19 @@ def put(
 ) -> ActionResult:
     agent = world.agents[a]
     if agent.held < 0:
-        return ActionResult(False, f"{action} failed: the agent is not holding any object")
+        return failed(Failure.HANDS_EMPTY, f"{action} failed: the agent is not holding any object")
     index, fail = find_target(world, a, action, objectId, forceAction)
     if fail:
         return fail
     rec, held = world.specs[index], world.specs[agent.held]
     if not rec.receptacle:
-        return ActionResult(False, f"{action} failed: {objectId} is not a receptacle")
+        return failed(Failure.NOT_RECEPTACLE, f"{action} failed: {objectId} is not a receptacle")
     if rec.openable and not world.objs[index].is_open:
-        return ActionResult(False, f"{action} failed: {objectId} is closed")
+        return failed(Failure.RECEPTACLE_CLOSED, f"{action} failed: {objectId} is closed")
     if not world.facts.accepts(rec.object_type, held.object_type):
-        return ActionResult(
-            False, f"{action} failed: a {held.object_type} cannot be placed in a {rec.object_type}"
+        return failed(
+            Failure.INCOMPATIBLE,
+            f"{action} failed: a {held.object_type} cannot be placed in a {rec.object_type}",
         )
     x, y, z = placement(world, index, agent.held, agent.i * GRID_SIZE, agent.j * GRID_SIZE)
     release(world, a, index, x, y, z)
@@ -100,7 +102,7 @@ def release(world: World, a: int, parent: int, x: float, y: float, z: float) -> 
 def drop(world: World, a: int, action: str, forceAction: bool = False) -> ActionResult:
     agent = world.agents[a]
     if agent.held < 0:
-        return ActionResult(False, f"{action} failed: the agent is not holding any object")
+        return failed(Failure.HANDS_EMPTY, f"{action} failed: the agent is not holding any object")
     floor = world.index_of.get(_floor_id(world), -1)
     spec = world.specs[agent.held]
     x = agent.i * GRID_SIZE - spec.offset[0]
@@ -129,11 +131,11 @@ def open_close(
     if fail:
         return fail
     if not world.specs[index].openable:
-        return ActionResult(False, f"{action} failed: {objectId} is not openable")
+        return failed(Failure.INCAPABLE, f"{action} failed: {objectId} is not openable")
     st = world.objs[index]
     if opening and st.is_open and st.openness == openness:
-        return ActionResult(False, f"{action} failed: {objectId} is already open")
+        return failed(Failure.ALREADY, f"{action} failed: {objectId} is already open")
     if not opening and not st.is_open:
-        return ActionResult(False, f"{action} failed: {objectId} is already closed")
+        return failed(Failure.ALREADY, f"{action} failed: {objectId} is already closed")
     world.update(index, is_open=opening, openness=openness if opening else 0.0)
     return OK

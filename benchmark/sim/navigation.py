@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from benchmark.sim.failures import Failure
 from benchmark.sim.scene import GRID_SIZE
-from benchmark.sim.world import HEADINGS, OK, ActionResult, World
+from benchmark.sim.world import HEADINGS, OK, ActionResult, World, failed
 
 MIN_HORIZON, MAX_HORIZON = -30.0, 60.0
 
@@ -41,17 +42,18 @@ def move(
     for _ in range(grid_steps(moveMagnitude, "moveMagnitude")):
         i, j = i + dx, j + dz
         if (i, j) not in world.scene.reachable_set:
-            return ActionResult(
-                False,
+            return failed(
+                Failure.UNREACHABLE,
                 f"{action} blocked: ({i * GRID_SIZE:.2f}, {j * GRID_SIZE:.2f}) is not a "
                 "reachable position (wall or furniture)",
             )
         other = world.occupied.get((i, j), a)
         if other != a:
-            return ActionResult(
-                False,
+            return failed(
+                Failure.BLOCKED,
                 f"{action} blocked: agent {other} is standing at "
                 f"({i * GRID_SIZE:.2f}, {j * GRID_SIZE:.2f})",
+                other,
             )
     world.move_agent(a, agent._replace(i=i, j=j))
     return OK
@@ -69,8 +71,8 @@ def look(world: World, a: int, action: str, degrees: float = 30) -> ActionResult
     agent = world.agents[a]
     horizon = agent.horizon + (degrees if action == "LookDown" else -degrees)
     if not MIN_HORIZON <= horizon <= MAX_HORIZON:
-        return ActionResult(
-            False,
+        return failed(
+            Failure.OUT_OF_RANGE,
             f"{action} failed: cameraHorizon {horizon:g} would leave "
             f"[{MIN_HORIZON:g}, {MAX_HORIZON:g}]",
         )
@@ -82,7 +84,7 @@ def posture(world: World, a: int, action: str) -> ActionResult:
     agent = world.agents[a]
     standing = action == "Stand"
     if agent.standing == standing:
-        return ActionResult(False, f"{action} failed: the agent is already {action.lower()}ing")
+        return failed(Failure.ALREADY, f"{action} failed: the agent is already {action.lower()}ing")
     world.move_agent(a, agent._replace(standing=standing))
     return OK
 
@@ -107,12 +109,18 @@ def teleport(
         x, z = float(position["x"]), float(position["z"])
         i, j = round(x / GRID_SIZE), round(z / GRID_SIZE)
         if abs(i * GRID_SIZE - x) > 0.01 or abs(j * GRID_SIZE - z) > 0.01:
-            return ActionResult(False, f"{action} failed: ({x}, {z}) is not on the 0.25 m grid")
+            return failed(
+                Failure.UNREACHABLE, f"{action} failed: ({x}, {z}) is not on the 0.25 m grid"
+            )
         if (i, j) not in world.scene.reachable_set:
-            return ActionResult(False, f"{action} failed: ({x}, {z}) is not a reachable position")
+            return failed(
+                Failure.UNREACHABLE, f"{action} failed: ({x}, {z}) is not a reachable position"
+            )
         other = world.occupied.get((i, j), a)
         if other != a:
-            return ActionResult(False, f"{action} failed: agent {other} is standing at ({x}, {z})")
+            return failed(
+                Failure.BLOCKED, f"{action} failed: agent {other} is standing at ({x}, {z})", other
+            )
     rot = agent.rotation
     if rotation is not None:
         value = rotation.get("y") if isinstance(rotation, dict) else rotation
@@ -122,8 +130,8 @@ def teleport(
     hor = agent.horizon
     if horizon is not None:
         if not MIN_HORIZON <= horizon <= MAX_HORIZON:
-            return ActionResult(
-                False,
+            return failed(
+                Failure.OUT_OF_RANGE,
                 f"{action} failed: horizon {horizon:g} is outside "
                 f"[{MIN_HORIZON:g}, {MAX_HORIZON:g}]",
             )

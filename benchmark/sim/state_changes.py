@@ -10,8 +10,9 @@ import math
 from typing import Any, NamedTuple
 
 from benchmark.sim.facts import Transformation
+from benchmark.sim.failures import Failure
 from benchmark.sim.scene import ObjState, spec_from_record
-from benchmark.sim.world import OK, ActionResult, World, find_target
+from benchmark.sim.world import OK, ActionResult, World, failed, find_target
 
 LIQUIDS = ("coffee", "wine", "water")
 _BASINS = ("SinkBasin", "BathtubBasin")
@@ -85,15 +86,15 @@ def toggle(
     if fail:
         return fail
     if not world.specs[index].toggleable:
-        return ActionResult(False, f"{action} failed: {objectId} is not toggleable")
+        return failed(Failure.INCAPABLE, f"{action} failed: {objectId} is not toggleable")
     on = action == "ToggleObjectOn"
     st = world.objs[index]
     if st.is_toggled == on:
-        return ActionResult(
-            False, f"{action} failed: {objectId} is already {'on' if on else 'off'}"
+        return failed(
+            Failure.ALREADY, f"{action} failed: {objectId} is already {'on' if on else 'off'}"
         )
     if st.is_broken:
-        return ActionResult(False, f"{action} failed: {objectId} is broken")
+        return failed(Failure.BROKEN, f"{action} failed: {objectId} is broken")
     world.update(index, is_toggled=on)
     settle(world)
     return OK
@@ -178,17 +179,18 @@ def slice_object(
     agent = world.agents[a]
     tools = world.facts.slicing_tools
     if agent.held < 0 or world.specs[agent.held].object_type not in tools:
-        return ActionResult(
-            False, f"{action} failed: the agent must hold one of {sorted(tools)} to slice"
+        return failed(
+            Failure.NEEDS_TOOL,
+            f"{action} failed: the agent must hold one of {sorted(tools)} to slice",
         )
     index, fail = find_target(world, a, action, objectId, forceAction, allow_held=False)
     if fail:
         return fail
     spec = world.specs[index]
     if not spec.sliceable:
-        return ActionResult(False, f"{action} failed: {objectId} is not sliceable")
+        return failed(Failure.INCAPABLE, f"{action} failed: {objectId} is not sliceable")
     if world.objs[index].is_sliced:
-        return ActionResult(False, f"{action} failed: {objectId} is already sliced")
+        return failed(Failure.ALREADY, f"{action} failed: {objectId} is already sliced")
     world.update(index, is_sliced=True)
     change = world.facts.slicing.get(spec.object_type)
     if change is not None:
@@ -256,9 +258,11 @@ def _flag_target(
     if fail:
         return -1, fail
     if not getattr(world.specs[index], change.capability):
-        return -1, ActionResult(False, f"{action} failed: {objectId} {change.incapable}")
+        return -1, failed(Failure.INCAPABLE, f"{action} failed: {objectId} {change.incapable}")
     if getattr(world.objs[index], change.field) == change.value:
-        return -1, ActionResult(False, f"{action} failed: {objectId} is already {change.already}")
+        return -1, failed(
+            Failure.ALREADY, f"{action} failed: {objectId} is already {change.already}"
+        )
     return index, OK
 
 
@@ -298,6 +302,6 @@ def fill(
     if index < 0:
         return result
     if world.objs[index].is_broken:
-        return ActionResult(False, f"{action} failed: {objectId} is broken")
+        return failed(Failure.BROKEN, f"{action} failed: {objectId} is broken")
     world.update(index, is_filled=True, fill_liquid=fillLiquid)
     return OK

@@ -11,6 +11,7 @@ import math
 from typing import Any, NamedTuple
 
 from benchmark.sim.facts import ObjectFacts
+from benchmark.sim.failures import Failure
 from benchmark.sim.scene import (
     CAMERA_CROUCHING,
     CAMERA_STANDING,
@@ -37,14 +38,24 @@ class AgentState(NamedTuple):
 
 
 class ActionResult(NamedTuple):
-    """What an action did: AI2-THOR's ``lastActionSuccess``, ``errorMessage``, ``actionReturn``."""
+    """What an action did: AI2-THOR's ``lastActionSuccess``, ``errorMessage``, ``actionReturn``,
+    and for a failure its structured ``reason`` and the ``other_agent`` involved (the one
+    holding the target or standing in the way; -1 if none)."""
 
     success: bool
     error: str = ""
     action_return: Any = None
+    reason: Failure | None = None
+    other_agent: int = -1
 
 
 OK = ActionResult(True)
+
+
+def failed(reason: Failure, message: str, other_agent: int = -1) -> ActionResult:
+    """A failed action's result."""
+    return ActionResult(False, message, None, reason, other_agent)
+
 
 HEADINGS = {0: (0, 1), 90: (1, 0), 180: (0, -1), 270: (-1, 0)}
 
@@ -215,7 +226,8 @@ class World:
         """Append an object created by an action; returns its index."""
         self.specs = (*self.specs, spec)
         self.objs.append(state)
-        self.index_of[spec.object_id] = spec.index
+        # A new dict, not an update: snapshots share the old one and must not see the object.
+        self.index_of = {**self.index_of, spec.object_id: spec.index}
         return spec.index
 
     def move_agent(self, agent_index: int, agent: AgentState) -> None:
@@ -232,24 +244,29 @@ def find_target(
     """Resolve ``object_id`` for agent ``a``; returns (index, None) or (-1, failure)."""
     index = world.index_of.get(object_id, -1)
     if index < 0:
-        return -1, ActionResult(
-            False, f"{action} failed: Object ID appears to be invalid: {object_id!r}"
+        return -1, failed(
+            Failure.UNKNOWN_OBJECT,
+            f"{action} failed: Object ID appears to be invalid: {object_id!r}",
         )
     st = world.objs[index]
     if not st.active:
-        return -1, ActionResult(False, f"{action} failed: {object_id} is no longer in the scene")
+        return -1, failed(Failure.GONE, f"{action} failed: {object_id} is no longer in the scene")
     who = world.carrier(index)
     if who == a and not allow_held:
-        return -1, ActionResult(False, f"{action} failed: {object_id} is held by this agent")
+        return -1, failed(
+            Failure.HELD_BY_SELF, f"{action} failed: {object_id} is held by this agent"
+        )
     if who >= 0 and who != a:
-        return -1, ActionResult(False, f"{action} failed: {object_id} is held by agent {who}")
+        return -1, failed(
+            Failure.HELD_BY_OTHER, f"{action} failed: {object_id} is held by agent {who}", who
+        )
     if who < 0 and world.enclosed(index):
-        return -1, ActionResult(
-            False, f"{action} failed: {object_id} is inside a closed receptacle"
+        return -1, failed(
+            Failure.ENCLOSED, f"{action} failed: {object_id} is inside a closed receptacle"
         )
     if not force and who != a and not world.visible(a, index):
-        return -1, ActionResult(
-            False,
+        return -1, failed(
+            Failure.NOT_VISIBLE,
             f"{action} failed: {object_id} is not visible to agent {a} "
             f"(within {world.visibility_distance} m, in view and in line of sight)",
         )

@@ -1,15 +1,16 @@
-"""Skills run over ticks: each tick a running skill issues one primitive simulator action.
+"""Skills that walk: ``navigate`` and ``explore``.
 
 ``navigate`` walks one cell per tick along a shortest path (turning and stepping in the same
 tick) to a pose from which the target is seen, re-planning around other agents and waiting when
 they block every route; after ``PATIENCE`` blocked ticks it gives up. ``explore`` walks to the
-unvisited cell away from the other agents and looks around. Object skills take one tick.
+unvisited cell away from the other agents and looks around.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from benchmark.env.skills.base import Skill, SkillFailure
 from benchmark.sim.planning import Pose, shortest_path
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import HEADINGS, ActionResult, World
@@ -21,16 +22,6 @@ EXPLORE_BUDGET = 30  # ticks after which an explore ends wherever it is
 DETOUR = 6
 SLACK = 12
 SCAN_HORIZON = 30
-
-PRIMITIVE_OF = {
-    "pickup": "PickupObject",
-    "put": "PutObject",
-    "open": "OpenObject",
-    "close": "CloseObject",
-    "toggle_on": "ToggleObjectOn",
-    "toggle_off": "ToggleObjectOff",
-    "slice": "SliceObject",
-}
 
 
 def _teleport(i: int, j: int, rotation: int, horizon: float) -> dict:
@@ -44,44 +35,6 @@ def _teleport(i: int, j: int, rotation: int, horizon: float) -> dict:
 
 def _heading(a: tuple[int, int], b: tuple[int, int]) -> int:
     return next(r for r, d in HEADINGS.items() if d == (b[0] - a[0], b[1] - a[1]))
-
-
-@dataclass
-class Skill:
-    """A running skill of one agent.
-
-    Attributes:
-        name, target: the skill and its objectId (None for plain skills).
-        ticks: ticks spent so far; blocked: ticks spent blocked by other agents.
-        finished, success, feedback: the outcome, once finished.
-        primitive: for one-tick skills, the simulator action to issue.
-    """
-
-    name: str
-    target: str | None = None
-    ticks: int = 0
-    blocked: int = 0
-    finished: bool = False
-    success: bool = False
-    feedback: str = ""
-    primitive: dict | None = field(default=None, repr=False)
-    delay: int = 0  # ticks to spend talking before the skill starts
-    record: dict | None = field(default=None, repr=False)  # its entry in the trace
-
-    def finish(self, success: bool, feedback: str) -> None:
-        self.finished, self.success, self.feedback = True, success, feedback
-
-    def next_action(self, world: World, agent: int) -> dict | None:
-        """The primitive action for this tick (None: stand still)."""
-        return self.primitive
-
-    def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
-        """Update after the tick; ``result`` is None when no primitive was issued."""
-        self.ticks += 1
-        if result is None:
-            self.finish(True, "ok")
-        else:
-            self.finish(result.success, "ok" if result.success else result.error)
 
 
 @dataclass
@@ -153,9 +106,15 @@ class Navigate(Skill):
             self.blocked += 1
             self.streak += 1
             if self.streak > PATIENCE:
-                self.finish(False, f"navigate {self.target} failed: blocked by other agents")
+                self.finish(
+                    False,
+                    f"navigate {self.target} failed: blocked by other agents",
+                    SkillFailure.STUCK,
+                )
             elif self.goal is None and result is None and self.budget < 0:
-                self.finish(False, f"navigate {self.target} failed: no way there")
+                self.finish(
+                    False, f"navigate {self.target} failed: no way there", SkillFailure.STUCK
+                )
             return
         self.streak = 0
         a = world.agents[agent]
@@ -165,7 +124,9 @@ class Navigate(Skill):
             self.finish(True, f"arrived where {self.target} is in view")
         elif 0 <= self.budget < self.ticks:
             self.finish(
-                False, f"navigate {self.target} failed: took too long (other agents in the way)"
+                False,
+                f"navigate {self.target} failed: took too long (other agents in the way)",
+                SkillFailure.STUCK,
             )
 
     streak: int = 0
@@ -237,7 +198,7 @@ class Explore(Skill):
         if result is None or not result.success:
             self.blocked += 1
             if self.blocked > PATIENCE:
-                self.finish(False, "explore failed: blocked by other agents")
+                self.finish(False, "explore failed: blocked by other agents", SkillFailure.STUCK)
             return
         if self._over_budget():
             self.finish(True, "explored (out of time)")

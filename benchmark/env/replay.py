@@ -1,0 +1,57 @@
+"""Replaying a trace: re-execute its decisions in a fresh environment and compare the outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from benchmark.env.collab_env import CollabEnv, make_env
+from benchmark.env.options import EnvOptions
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Outcome of a replay: whether the checklist and the hash match the trace's."""
+
+    ok: bool
+    checklist_matches: bool
+    hash_matches: bool
+    trace_hash: str
+    replayed_hash: str
+    satisfied: list[bool]
+
+
+def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
+    """A fresh environment reset to the traced episode's initial state."""
+    cfg = trace["config"]
+    options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
+    return make_env(
+        cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options
+    )
+
+
+def replay(trace: dict[str, Any]) -> ReplayResult:
+    """Re-execute a trace's decisions in a fresh environment and compare the outcome."""
+    for key in ("config", "decisions", "final", "trace_hash", "checklist"):
+        if key not in trace:
+            raise ValueError(f"not a trace: missing key {key!r}")
+    env = env_from_trace(trace)
+    if [a.key for a in env.episode.checklist] != trace["checklist"]:
+        return ReplayResult(False, False, False, trace["trace_hash"], "", [])
+    for step in trace["decisions"]:
+        if not env.agents:
+            break
+        env.step(step["actions"])
+    replayed = env.recorder.trace
+    if "trace_hash" not in replayed:
+        return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
+    same_list = replayed["final"]["satisfied"] == trace["final"]["satisfied"]
+    same_hash = replayed["trace_hash"] == trace["trace_hash"]
+    return ReplayResult(
+        same_list and same_hash,
+        same_list,
+        same_hash,
+        trace["trace_hash"],
+        replayed["trace_hash"],
+        replayed["final"]["satisfied"],
+    )

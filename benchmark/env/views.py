@@ -1,0 +1,109 @@
+"""What a team may know of an episode besides its observations.
+
+Every team gets a :class:`TaskInfo` at reset: the public task information. Under full
+observability it also holds a :class:`PrivilegedView`: the scoring state, read-only, for
+privileged reference teams such as the oracle. The environment itself is never handed out, the
+way Melting Pot keeps the substrate apart from what a scenario may see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from benchmark.env.options import EnvOptions
+from benchmark.goals import Atom, Clause
+from benchmark.sim.world import World
+from benchmark.tasks import TaskSpec
+
+
+@dataclass(frozen=True)
+class PrivilegedView:
+    """The scoring state of the running episode, read-only.
+
+    Attributes:
+        checklist: the grounded goal atoms, fixed for the episode.
+        heavy: indices of the objects only a joint ``lift`` of two agents picks up.
+        cannot: per agent index, the skills its capability profile forbids.
+
+    :meth:`satisfied` and :meth:`world` give the live state at the current tick.
+    """
+
+    checklist: tuple[Atom, ...]
+    heavy: frozenset[int]
+    cannot: tuple[frozenset[str], ...]
+    _satisfied: Callable[[], tuple[bool, ...]] = field(repr=False, compare=False)
+    _world: Callable[[], World] = field(repr=False, compare=False)
+
+    def satisfied(self) -> tuple[bool, ...]:
+        """Which checklist atoms hold now, in checklist order."""
+        return self._satisfied()
+
+    def world(self) -> World:
+        """A snapshot of the simulator state now: objects, agents, containment and the
+        visibility queries. It is a copy; changing it changes nothing in the episode."""
+        return self._world()
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """The public information every team gets at reset.
+
+    Attributes:
+        task, family: the task id and its family.
+        instruction: the instruction at the episode's ambiguity level.
+        goal: the task's goal clauses as text (``all: inside(Apple, Fridge)=true``).
+        agents: the agent names, ``agent_0`` ... ``agent_{n-1}``.
+        cannot: agent name -> the skills its capability profile forbids (sorted).
+        max_ticks, max_decisions: the episode's limits (decisions per agent).
+        action_level, observability, comm: the environment options teams must respect.
+        privileged: the scoring state, only under full observability.
+    """
+
+    task: str
+    family: str
+    instruction: str
+    goal: tuple[str, ...]
+    agents: tuple[str, ...]
+    cannot: Mapping[str, tuple[str, ...]]
+    max_ticks: int
+    max_decisions: int
+    action_level: str
+    observability: str
+    comm: bool
+    privileged: PrivilegedView | None = field(default=None, repr=False)
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.agents)
+
+
+def task_info(
+    task: TaskSpec,
+    options: EnvOptions,
+    instruction: str,
+    agents: list[str],
+    privileged: PrivilegedView | None = None,
+) -> TaskInfo:
+    """The :class:`TaskInfo` of an episode of ``task`` with these options and agents."""
+    return TaskInfo(
+        task=task.id,
+        family=task.family,
+        instruction=instruction,
+        goal=tuple(clause_text(c) for c in task.goal),
+        agents=tuple(agents),
+        cannot={a: tuple(sorted(task.capability(k).cannot)) for k, a in enumerate(agents)},
+        max_ticks=task.max_ticks,
+        max_decisions=task.max_decisions,
+        action_level=options.action_level,
+        observability=options.observability,
+        comm=options.comm,
+        privileged=privileged,
+    )
+
+
+def clause_text(c: Clause) -> str:
+    """A goal clause as text, e.g. ``all: inside(Apple, Fridge)=true``."""
+    args = c.subject if c.target is None else f"{c.subject}, {c.target}"
+    quantifier = f"count>={c.count}" if c.quantifier == "count" else c.quantifier
+    return f"{quantifier}: {c.predicate}({args})={str(c.value).lower()}"
