@@ -14,6 +14,9 @@ from benchmark.sim.planning import Pose, shortest_path
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import HEADINGS, ActionResult, World
 
+# Re-exported: the environment turns one-tick object skills into these THOR actions.
+from benchmark.skill_names import PRIMITIVE_OF as PRIMITIVE_OF
+
 PATIENCE = 6
 STRIDE = 4  # explore heads for unvisited cells at least this many steps away
 CANDIDATES = 12  # how many such cells explore weighs against the other agents' positions
@@ -21,16 +24,6 @@ EXPLORE_BUDGET = 30  # ticks after which an explore ends wherever it is
 DETOUR = 6
 SLACK = 12
 SCAN_HORIZON = 30
-
-PRIMITIVE_OF = {
-    "pickup": "PickupObject",
-    "put": "PutObject",
-    "open": "OpenObject",
-    "close": "CloseObject",
-    "toggle_on": "ToggleObjectOn",
-    "toggle_off": "ToggleObjectOff",
-    "slice": "SliceObject",
-}
 
 
 def _teleport(i: int, j: int, rotation: int, horizon: float) -> dict:

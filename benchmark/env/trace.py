@@ -1,6 +1,7 @@
 """Episode traces: everything needed to replay an episode, and the replay itself.
 
-A trace is a JSON-serialisable dict: versions, the episode config, the checklist, every
+A trace is a JSON-serialisable dict: versions, the episode config, the checklist (one record
+per atom: ``key``, ``predicate``, ``subject``, ``target``, ``value``, ``at_least``), every
 decision (the agents' action texts at each decision point) and the skills they started, every
 message, a compact per-tick record (each agent's primitive action, whether it succeeded, its
 running skill, whether another agent blocked it), every change of an atom with the agent whose
@@ -17,12 +18,25 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchmark import __version__
+from benchmark.goals import Atom
 from benchmark.sim.scene_build import SCENE_FORMAT
 
 if TYPE_CHECKING:
     from benchmark.env.collab_env import CollabEnv
 
-TRACE_FORMAT = 1
+TRACE_FORMAT = 2  # 2: checklist atoms are records, not key strings
+
+
+def atom_record(atom: Atom) -> dict[str, Any]:
+    """A checklist atom as the trace holds it: its ``key`` and its fields."""
+    return {
+        "key": atom.key,
+        "predicate": atom.predicate,
+        "subject": atom.subject,
+        "target": atom.target,
+        "value": atom.value,
+        "at_least": atom.at_least,
+    }
 
 
 def trace_hash(trace: dict[str, Any]) -> str:
@@ -54,7 +68,7 @@ class TraceRecorder:
                 "options": asdict(env.options),
             },
             "instruction": env.instruction,
-            "checklist": [a.key for a in ep.checklist],
+            "checklist": [atom_record(a) for a in ep.checklist],
             "initially_satisfied": [bool(s) for s in env.satisfied],
             "decisions": [],
             "skills": [],
@@ -137,7 +151,7 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         if key not in trace:
             raise ValueError(f"not a trace: missing key {key!r}")
     env = env_from_trace(trace)
-    if [a.key for a in env.episode.checklist] != trace["checklist"]:
+    if [atom_record(a) for a in env.episode.checklist] != trace["checklist"]:
         return ReplayResult(False, False, False, trace["trace_hash"], "", [])
     for step in trace["decisions"]:
         if not env.agents:
