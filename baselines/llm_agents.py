@@ -20,6 +20,7 @@ from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.views import TaskInfo
 from benchmark.llm import Sampling
 from benchmark.sim.catalog import type_of_id
+from benchmark.skill_names import PLAIN_SKILLS, SKILLS
 
 HISTORY = 4
 MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)
@@ -46,7 +47,7 @@ def compact_observation(obs: dict[str, Any]) -> str:
 
 
 _SKILL_WORD = re.compile(
-    r"\b(navigate|pickup|put|open|close|toggle_on|toggle_off|slice|explore|wait|done)\b"
+    r"\b(" + "|".join(map(re.escape, SKILLS)) + r")\b"
     r"(?:\s+(?:to|the|into|in|on|at)\b)*\s*([A-Za-z][\w|.+-]*)?",
     re.IGNORECASE,
 )
@@ -70,7 +71,7 @@ def extract_action(text: str, visible: list[str]) -> str | None:
         by_type.setdefault(type_of_id(oid).lower(), oid)
     for m in _SKILL_WORD.finditer(text):
         skill, word = m.group(1).lower(), (m.group(2) or "")
-        if skill in ("explore", "wait", "done"):
+        if skill in PLAIN_SKILLS:
             return skill
         target = word if word in visible else by_type.get(word.lower().rstrip(".,;:!"))
         if target is not None:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from benchmark.goals import Atom
 from benchmark.llm.base import LLM, Chat, Sampling
+from benchmark.metrics import balance
 from benchmark.sim.catalog import type_of_id
-
-PLAN_SKILLS = ("pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice")
+from benchmark.skill_names import PLAN_SKILLS
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ def quality(
 ) -> dict[str, float]:
     """Validity (valid / proposed subtasks), atom coverage (atoms whose object or target a
     subtask acts on), parallelism (critical path / subtasks: lower is more parallel) and
-    assignment balance (min / max subtasks per agent)."""
+    assignment balance (:func:`benchmark.metrics.balance` of the subtasks per agent)."""
     n = len(plan.subtasks)
     proposed = n + plan.invalid
     targets = {s.target for s in plan.subtasks}
@@ -235,5 +235,5 @@ def quality(
         "validity": n / proposed if proposed else 0.0,
         "coverage": sum(covered(a) for a in checklist) / len(checklist) if checklist else 0.0,
         "parallelism": max(depth.values()) / n if n else 1.0,
-        "balance": min(per_agent) / (max(per_agent) + 1e-4) if per_agent else 0.0,
+        "balance": balance(per_agent) if per_agent else 0.0,
     }

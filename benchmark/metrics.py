@@ -1,16 +1,20 @@
 """Task and emergent-collaboration metrics, computed from episode traces (DESIGN.md section 7).
 
+Every metric's name, namespace, range and level is declared in :mod:`benchmark.metric_specs`;
+this module holds the formulas.
+
 Per episode (:func:`episode_metrics`), with s_i the checklist atoms credited to agent i (atoms
 satisfied at the end, credited to the agent whose action last made them true) and L the ticks:
 
 * ``SR`` all atoms hold at the end; ``TR`` satisfied atoms / atoms;
-* ``C`` target objects (the objects the checklist is about) that some agent successfully acted
-  on, over all target objects; failed actions do not count;
+* ``C`` target objects (the subjects of the checklist atoms; a type-level atom's type counts
+  as one, matched by every object of the type) that some agent successfully acted on, over all
+  target objects; failed actions do not count;
 * ``B`` = min_i s_i / (max_i s_i + 1e-4), every agent counted;
 * ``L`` ticks and ``L_decisions`` decisions (LLM calls for LLM agents);
 * ``workload_entropy`` H(p) / log n and ``workload_gini`` of p_i = s_i / sum_j s_j (None when
   undefined: one agent, or nothing credited);
-* ``redundancy`` the share of atoms attempted (an accepted object skill on the atom's object) by
+* ``redundancy`` the share of atoms attempted (an accepted object skill on a target object) by
   more than one agent; ``wasted_action_rate`` failed or no-progress (``wait``) decisions over
   all decisions;
 * ``blocked_ticks`` ticks agents spent blocked by another agent, ``collisions`` moves that
@@ -32,53 +36,44 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-OBJECT_SKILLS = frozenset(
-    {"pickup", "put", "open", "close", "toggle_on", "toggle_off", "slice", "lift"}
-)
-# Primitive-level actions map onto the same subtask types.
-PRIMITIVE_SKILL = {
-    "PickupObject": "pickup",
-    "PutObject": "put",
-    "OpenObject": "open",
-    "CloseObject": "close",
-    "ToggleObjectOn": "toggle_on",
-    "ToggleObjectOff": "toggle_off",
-    "SliceObject": "slice",
-}
-METRIC_NAMES = (
-    "SR",
-    "TR",
-    "C",
-    "B",
-    "L",
-    "L_decisions",
-    "workload_entropy",
-    "workload_gini",
-    "redundancy",
-    "wasted_action_rate",
-    "blocked_ticks",
-    "collisions",
-    "messages",
-    "message_tokens",
-    "influence_rate",
-)
+from benchmark.formats import TRACE_FORMAT
+from benchmark.metric_specs import at_level
+from benchmark.skill_names import OBJECT_SKILLS, SKILL_OF_PRIMITIVE
+
+METRIC_NAMES = tuple(m.name for m in at_level("episode"))
+REFERENCE_METRIC_NAMES = tuple(m.name for m in at_level("reference"))
 
 
 def _kind(skill: str) -> str:
-    return PRIMITIVE_SKILL.get(skill, skill)
+    """The subtask type of a decision: primitive-level actions count as their skill."""
+    return SKILL_OF_PRIMITIVE.get(skill, skill)
 
 
-def _atom_subject(key: str) -> str:
-    """The subject of an atom key (``inside(Apple|...,Fridge)=true``, ``#2 isCooked(X)=true``)."""
-    body = key.split(" ", 1)[1] if key.startswith("#") else key
-    inner = body[body.index("(") + 1 : body.rindex(")")]
-    return inner.split(",")[0]
+def _checklist(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trace's checklist atoms (``key``, ``predicate``, ``subject``, ``target``, ``value``,
+    ``at_least``), after checking that the trace has the format these metrics read."""
+    if trace.get("format") != TRACE_FORMAT:
+        raise ValueError(
+            f"trace format {trace.get('format')!r} is not supported: the metrics read format "
+            f"{TRACE_FORMAT} (checklist atoms as records)"
+        )
+    checklist = trace["checklist"]
+    if len(checklist) != len(trace["final"]["satisfied"]):
+        raise ValueError(
+            f"the trace's checklist has {len(checklist)} atoms but final.satisfied has "
+            f"{len(trace['final']['satisfied'])} entries"
+        )
+    return checklist
 
 
-def _matches(subject: str, object_id: str | None) -> bool:
+def _is_target(atom: dict[str, Any], object_id: str | None) -> bool:
+    """Whether ``object_id`` is a target object of ``atom``: its subject, or for a type-level
+    atom (``at_least`` > 0) any object of the subject type, derived objects included
+    (``Bread|...|BreadSliced_1`` is a ``Bread`` and a ``BreadSliced``)."""
     if object_id is None:
         return False
-    if "|" in subject:
+    subject = atom["subject"]
+    if not atom["at_least"]:
         return object_id == subject
     return object_id.split("|")[0] == subject or f"|{subject}_" in object_id
 
@@ -104,6 +99,10 @@ def _agents(trace: dict[str, Any]) -> list[str]:
 
 
 def balance(s: Sequence[float]) -> float:
+    """min_i s_i / (max_i s_i + 1e-4) over one share per agent (atoms, subtasks), every agent
+    counted; raises ValueError without agents."""
+    if not s:
+        raise ValueError("balance needs one share per agent, got none")
     return min(s) / (max(s) + 1e-4)
 
 
@@ -151,8 +150,9 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
     agents = _agents(trace)
     s = credited_atoms(trace)
     shares = [s[a] for a in agents]
-    subjects = [_atom_subject(k) for k in trace["checklist"]]
-    targets = {x for x in subjects if "|" in x} | {x for x in subjects if "|" not in x}
+    checklist = _checklist(trace)
+    # A type-level atom's subject type counts as one target object.
+    targets = {atom["subject"] for atom in checklist}
     acted = set()
     attempts: dict[int, set[str]] = {i: set() for i in range(n_atoms)}
     failed = idle = 0
@@ -164,11 +164,11 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
             idle += 1
         if kind not in OBJECT_SKILLS or not rec["accepted"]:
             continue
-        for i, subject in enumerate(subjects):
-            if _matches(subject, rec["target"]):
+        for i, atom in enumerate(checklist):
+            if _is_target(atom, rec["target"]):
                 attempts[i].add(rec["agent"])
                 if rec["success"]:
-                    acted.add(subject)
+                    acted.add(atom["subject"])
     decisions = len(trace["skills"])
     blocked = sum(1 for row in trace["ticks"] for cell in row if cell[3])
     collisions = sum(
@@ -199,10 +199,11 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_reference_metrics(row: dict[str, Any], reference_ticks: int | None) -> dict[str, Any]:
-    """Add speedup, parallel efficiency and EI given L_1 of the single-agent reference run."""
+    """Add speedup, parallel efficiency and EI given L_1 of the single-agent reference run
+    (all None without a reference); updates and returns ``row``."""
     n = row["n_agents"]
     if not reference_ticks or not row.get("L"):
-        row.update(speedup=None, parallel_efficiency=None, EI=None)
+        row.update(dict.fromkeys(REFERENCE_METRIC_NAMES))
         return row
     speedup = reference_ticks / row["L"]
     row.update(speedup=speedup, parallel_efficiency=speedup / n, EI=1 - row["L"] / reference_ticks)
@@ -236,3 +237,8 @@ def specialisation(traces: Iterable[dict[str, Any]]) -> float | None:
         return 0.0
     mutual = ha + hk - _entropy(joint.values())
     return mutual / math.sqrt(ha * hk)
+
+
+def run_metrics(traces: Iterable[dict[str, Any]]) -> dict[str, float | None]:
+    """Every run-level metric over the traces of a run's episodes."""
+    return {"specialisation": specialisation(traces)}

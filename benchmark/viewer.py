@@ -76,8 +76,8 @@ def write_episode_media(trace: dict[str, Any], out_dir: Path, ms_per_frame: int 
         for m in trace["messages"]
     ]
     checklist = [
-        [key, "yes" if ok else "no"]
-        for key, ok in zip(trace["checklist"], trace["final"]["satisfied"], strict=True)
+        [atom["key"], "yes" if ok else "no"]
+        for atom, ok in zip(trace["checklist"], trace["final"]["satisfied"], strict=True)
     ]
     data = base64.b64encode(gif.read_bytes()).decode()
     cfg = trace["config"]

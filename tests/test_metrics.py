@@ -6,6 +6,9 @@ import math
 
 import pytest
 
+from benchmark.env.trace import TRACE_FORMAT, atom_record
+from benchmark.goals import Atom
+from benchmark.metric_specs import metric
 from benchmark.metrics import (
     add_reference_metrics,
     balance,
@@ -27,10 +30,13 @@ def trace(
     rows=(),
     checklist=None,
 ) -> dict:
-    checklist = checklist or [f"inside(Apple|{k}|0|0,Fridge)=true" for k in range(len(satisfied))]
+    atoms_of = checklist or [
+        Atom("inside", f"Apple|{k}|0|0", "Fridge", True) for k in range(len(satisfied))
+    ]
     return {
+        "format": TRACE_FORMAT,
         "config": {"n_agents": n},
-        "checklist": checklist,
+        "checklist": [atom_record(a) for a in atoms_of],
         "skills": [
             {
                 "tick": t,
@@ -129,7 +135,7 @@ def test_nothing_credited_gives_zero_balance_and_undefined_workload() -> None:
 def test_type_level_atoms_match_created_objects() -> None:
     t = trace(
         satisfied=(True,),
-        checklist=["#1 isCooked(BreadSliced)=true"],
+        checklist=[Atom("isCooked", "BreadSliced", None, True, at_least=1)],
         skills=[(0, "agent_0", "pickup", "Bread|1|2|3|BreadSliced_0", True, True)],
         atoms=[(3, "agent_0", 0, True)],
     )
@@ -206,9 +212,81 @@ def test_formulas_directly() -> None:
 def test_summary_intervals_stay_inside_the_metric_range() -> None:
     from benchmark.runner.summary import _cell
 
-    tr = _cell([0.0, 0.0, 0.25], "TR")
+    tr = _cell([0.0, 0.0, 0.25], metric("TR"))
     assert tr["lo"] == 0.0 and 0.0 < tr["hi"] <= 1.0 and tr["mean"] == pytest.approx(0.25 / 3)
-    ticks = _cell([1.0, 1.0, 300.0], "L")
+    ticks = _cell([1.0, 1.0, 300.0], metric("L"))
     assert ticks["lo"] == 0.0 and ticks["hi"] > 300
-    delta = _cell([-5.0, 1.0], "delta")
+    delta = _cell([-5.0, 1.0], None)
     assert delta["lo"] < -5.0
+
+
+def test_a_type_level_atom_targets_every_object_of_its_type_and_no_other() -> None:
+    bread = Atom("isSliced", "Bread", None, True, at_least=1)
+    slices = Atom("isCooked", "BreadSliced", None, True, at_least=2)
+    mug = Atom("isDirty", "Mug", None, False, at_least=1)
+    t = trace(
+        n=2,
+        satisfied=(True, False, False),
+        checklist=[bread, slices, mug],
+        skills=[
+            (0, "agent_0", "slice", "Bread|1|2|3", True, True),
+            (1, "agent_1", "pickup", "Bread|1|2|3|BreadSliced_1", True, True),
+            (2, "agent_1", "pickup", "Cup|0|0|0", True, True),
+        ],
+    )
+    m = episode_metrics(t)
+    assert m["C"] == pytest.approx(2 / 3)  # Bread and BreadSliced acted on, no Mug
+    # A slice of the bread is an object of both types, so both agents attempted the Bread atom.
+    assert m["redundancy"] == pytest.approx(1 / 3)
+
+
+def test_an_object_level_atom_targets_only_its_own_object() -> None:
+    t = trace(
+        satisfied=(True,),
+        checklist=[Atom("isSliced", "Bread|1|2|3", None, True)],
+        skills=[(0, "agent_0", "pickup", "Bread|1|2|3|BreadSliced_0", True, True)],
+    )
+    assert episode_metrics(t)["C"] == 0.0
+
+
+def test_the_atom_records_fields_decide_the_targets_not_its_key() -> None:
+    t = trace(
+        satisfied=(True,),
+        checklist=[Atom("isCooked", "BreadSliced", None, True, at_least=1)],
+        skills=[(0, "agent_0", "pickup", "Bread|1|2|3|BreadSliced_0", True, True)],
+    )
+    t["checklist"][0]["key"] = "isCooked(Mug|0|0|0)=true"
+    assert episode_metrics(t)["C"] == 1.0
+
+
+def test_primitive_level_actions_count_as_their_skill() -> None:
+    skills = [
+        (0, "agent_0", "PickupObject", A0, True, True),
+        (0, "agent_1", "PickupObject", A0, True, False),
+        (1, "agent_1", "ToggleObjectOff", "Lamp|0|0|0", True, True),
+    ]
+    primitive = episode_metrics(trace(skills=skills))
+    assert primitive["C"] == 0.5 and primitive["redundancy"] == 0.5
+    named = [
+        (t, a, {"PickupObject": "pickup", "ToggleObjectOff": "toggle_off"}[s], *r)
+        for t, a, s, *r in skills
+    ]
+    assert specialisation([trace(skills=skills)]) == specialisation([trace(skills=named)])
+    assert specialisation([trace(skills=skills)]) > 0.0
+
+
+def test_traces_of_another_format_or_inconsistent_length_are_rejected() -> None:
+    old = trace()
+    old["format"] = 1
+    old["checklist"] = [a["key"] for a in old["checklist"]]
+    with pytest.raises(ValueError, match="trace format 1"):
+        episode_metrics(old)
+    short = trace()
+    short["checklist"] = short["checklist"][:1]
+    with pytest.raises(ValueError, match="checklist has 1 atoms"):
+        episode_metrics(short)
+
+
+def test_balance_needs_at_least_one_agent() -> None:
+    with pytest.raises(ValueError, match="one share per agent"):
+        balance([])

@@ -12,10 +12,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from benchmark.metric_specs import at_level
 from benchmark.paths import CONFIGS_DIR, REPO_ROOT
 from benchmark.runner.app import build_jobs, run
 from benchmark.runner.config import register_configs
 from benchmark.runner.execute import MAX_RAY_TMPDIR
+from benchmark.runner.loggers import namespaced
+from benchmark.runner.references import with_reference
 
 register_configs()
 TINY = [
@@ -236,18 +239,54 @@ def test_the_comm_ablation_pairs_comm_on_and_off(tmp_path: Path) -> None:
     assert "Communication ablation" in (tmp_path / "summary.md").read_text()
 
 
-def test_tensorboard_and_offline_wandb_loggers_write_namespaced_metrics(tmp_path: Path) -> None:
+def _same_rows(logged: list[dict[str, float]], expected: list[dict[str, float]]) -> bool:
+    """Whether the logged rows are the expected ones, in any order, each exactly once."""
+    left = list(logged)
+    for row in expected:
+        same = [k for k, got in enumerate(left) if got.keys() == row.keys()]
+        match = next((k for k in same if left[k] == pytest.approx(row)), None)
+        if match is None:
+            return False
+        left.pop(match)
+    return not left
+
+
+def test_every_declared_metric_reaches_tensorboard_and_offline_wandb_once(tmp_path: Path) -> None:
+    from helpers.wandb_history import history
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run(_cfg(tmp_path, *TINY, "workers=0", "reference=false", "logger=tensorboard"), _quiet())
+    result = run(
+        _cfg(
+            tmp_path,
+            "suite.entries=[{task: transport_produce_fridge_v0, split: test, n_agents: [2], "
+            "seeds: [0]}, {task: switch_off_bedroom_v0, split: test, n_agents: [2], "
+            "seeds: [0, 1]}]",
+            "baseline=heuristic",
+            "workers=0",
+            "logger.wandb=true",
+            "logger.wandb_mode=offline",
+            "logger.tensorboard=true",
+        ),
+        _quiet(),
+    )
+    refs = {r["key"]: r["SR"] for r in result["rows"] if r["reference"]}
+    assert sorted(refs.values()) == [0.0, 1.0, 1.0]  # one reference never comes
+    expected = [namespaced(r) for r in with_reference(result["rows"])]
+    assert len(expected) == 3 and sum("collab/speedup" in r for r in expected) == 2
+    declared = {m.key for m in at_level("episode", "reference")}
+    assert {k for r in expected for k in r} == declared, "the episodes define every metric"
+
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
-    tags = set(events.Tags()["scalars"])
-    assert {"task/SR", "task/TR", "collab/B", "comm/messages"} <= tags
-    assert len(events.Scalars("task/SR")) == 3
+    by_step: dict[int, dict[str, float]] = {}
+    for tag in events.Tags()["scalars"]:
+        for event in events.Scalars(tag):
+            by_step.setdefault(event.step, {})[tag] = event.value
+    assert sorted(by_step) == [1, 2, 3]
+    assert _same_rows(list(by_step.values()), expected)
 
-
-def test_the_wandb_logger_runs_offline(tmp_path: Path) -> None:
-    run(_cfg(tmp_path, *TINY, "workers=0", "reference=false", "logger=wandb"), _quiet())
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
+    assert len(runs) == 1
+    logged = history(runs[0])
+    assert sorted(logged) == [1, 2, 3]
+    assert _same_rows(list(logged.values()), expected)

@@ -7,6 +7,7 @@ from typing import Any
 
 from benchmark.env.collab_env import CollabEnv, make_env
 from benchmark.env.options import EnvOptions
+from benchmark.env.trace import atom_record
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         if key not in trace:
             raise ValueError(f"not a trace: missing key {key!r}")
     env = env_from_trace(trace)
-    if [a.key for a in env.episode.checklist] != trace["checklist"]:
+    if [atom_record(a) for a in env.episode.checklist] != trace["checklist"]:
         return ReplayResult(False, False, False, trace["trace_hash"], "", [])
     for step in trace["decisions"]:
         if not env.agents:

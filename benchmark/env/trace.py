@@ -1,6 +1,7 @@
 """Episode traces: everything needed to replay an episode.
 
-A trace is a JSON-serialisable dict: versions, the episode config, the checklist, every
+A trace is a JSON-serialisable dict: versions, the episode config, the checklist (one record
+per atom: ``key``, ``predicate``, ``subject``, ``target``, ``value``, ``at_least``), every
 decision (the agents' action texts at each decision point) and the skills they started (with
 the reason of every failure), every message, a compact per-tick record (each agent's primitive
 action, whether it succeeded, its running skill, whether another agent blocked it), every
@@ -20,9 +21,21 @@ from typing import Any
 from benchmark import __version__
 from benchmark.env.messaging import Message
 from benchmark.episode import Episode
+from benchmark.formats import TRACE_FORMAT
+from benchmark.goals import Atom
 from benchmark.sim.scene_build import SCENE_FORMAT
 
-TRACE_FORMAT = 2
+
+def atom_record(atom: Atom) -> dict[str, Any]:
+    """A checklist atom as the trace holds it: its ``key`` and its fields."""
+    return {
+        "key": atom.key,
+        "predicate": atom.predicate,
+        "subject": atom.subject,
+        "target": atom.target,
+        "value": atom.value,
+        "at_least": atom.at_least,
+    }
 
 
 def trace_hash(trace: dict[str, Any]) -> str:
@@ -57,7 +70,7 @@ class TraceRecorder:
                 "options": dict(options),
             },
             "instruction": instruction,
-            "checklist": [a.key for a in ep.checklist],
+            "checklist": [atom_record(a) for a in ep.checklist],
             "initially_satisfied": [bool(s) for s in satisfied],
             "decisions": [],
             "skills": [],

@@ -21,6 +21,7 @@ from benchmark.runner.config import RunConfig
 from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
 from benchmark.runner.jobs import Job
 from benchmark.runner.loggers import MetricLoggers
+from benchmark.runner.references import ReferenceJoin
 from benchmark.runner.results import RunDirectory
 from benchmark.runner.summary import comm_deltas, summarize, write_summary
 from benchmark.tasks import load_task
@@ -120,6 +121,17 @@ def check_keys(cfg: DictConfig, schema: type = RunConfig) -> None:
         raise ValueError(f"unknown config key(s) {unknown}; valid keys are {sorted(valid)}")
 
 
+def _references(reference_from: str | None) -> list[dict[str, Any]]:
+    """The one-agent rows of the ``reference_from`` run, marked as references (none if unset)."""
+    if not reference_from:
+        return []
+    previous = RunDirectory(reference_from)
+    references = [{**r, "reference": True} for r in previous.rows() if r.get("n_agents") == 1]
+    if not references:
+        raise ValueError(f"reference_from={reference_from!r} holds no one-agent rows")
+    return references
+
+
 def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured evaluation; returns the overall summary records."""
     check_keys(cfg)
@@ -138,6 +150,11 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         "suite": cfg.suite.name,
         "suite_version": cfg.suite.version,
     }
+    references = _references(cfg.reference_from)
+    # Rows reach the loggers with their speedup, efficiency and EI once the reference is known.
+    join = ReferenceJoin(
+        rundir.rows(), references, one_agent_jobs=sum(j.n_agents == 1 for j in todo)
+    )
     loggers = MetricLoggers(cfg.logger, root, root.name, container)
     tmp, inside = ray_tmpdir(Path(cfg.ray.tmpdir) if cfg.ray.tmpdir else root / "ray")
     if cfg.workers > 0 and not inside:
@@ -163,7 +180,8 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
             bar = progress.add_task("episodes", total=len(todo))
             for result in results:
                 row = rundir.record({**result["row"], **stamp}, result["trace"])
-                loggers.log_episode(row)
+                for ready in join.add(row):
+                    loggers.log_episode(ready)
                 if cfg.replay and result["trace"] is not None:
                     from benchmark.viewer import write_episode_media
 
@@ -172,17 +190,13 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                     )
                 progress.advance(bar)
     finally:
+        for row in join.flush():
+            loggers.log_episode(row)
         loggers.close()
         if cfg.workers > 0 and not inside:
             shutil.rmtree(tmp, ignore_errors=True)
     rows = rundir.rows()
-    references = []
-    if cfg.reference_from:
-        previous = RunDirectory(cfg.reference_from)
-        references = [{**r, "reference": True} for r in previous.rows() if r.get("n_agents") == 1]
-        if not references:
-            raise ValueError(f"reference_from={cfg.reference_from!r} holds no one-agent rows")
-    table = summarize(rows + references, rundir.load_trace)
+    table = summarize(rows, rundir.load_trace, references)
     deltas = comm_deltas(rows)
     write_summary(root, table, deltas)
     if cfg.logger.console:

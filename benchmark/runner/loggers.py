@@ -1,7 +1,9 @@
 """Where per-episode metrics go besides the run directory: console, W&B, TensorBoard.
 
-Keys are namespaced: ``task/`` (SR, TR, C, L), ``collab/`` (balance, workload, redundancy,
-interference, speedup), ``comm/`` (messages, tokens, influence).
+Every per-episode metric declared in :mod:`benchmark.metric_specs`, the reference ones
+(speedup, parallel efficiency, EI) included, is logged under its namespaced key
+(``task/SR``, ``collab/speedup``, ``comm/messages``); a metric without a value in a row (None:
+undefined for that episode) is left out of that row.
 """
 
 from __future__ import annotations
@@ -10,26 +12,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-NAMESPACE = {
-    "SR": "task",
-    "TR": "task",
-    "C": "task",
-    "L": "task",
-    "L_decisions": "task",
-    "B": "collab",
-    "workload_entropy": "collab",
-    "workload_gini": "collab",
-    "redundancy": "collab",
-    "wasted_action_rate": "collab",
-    "blocked_ticks": "collab",
-    "collisions": "collab",
-    "messages": "comm",
-    "message_tokens": "comm",
-    "influence_rate": "comm",
-}
+from benchmark.metric_specs import at_level
+
+# Metric name -> its namespace, for every metric a result row can carry.
+NAMESPACE = {m.name: m.namespace for m in at_level("episode", "reference")}
 
 
 def namespaced(row: dict[str, Any]) -> dict[str, float]:
+    """The row's metric values under their ``<namespace>/<name>`` keys."""
     return {f"{ns}/{k}": float(row[k]) for k, ns in NAMESPACE.items() if row.get(k) is not None}
 
 
@@ -58,15 +48,14 @@ class MetricLoggers:
             self.tb = SummaryWriter(log_dir=str(root / "tensorboard"))
 
     def log_episode(self, row: dict[str, Any]) -> None:
+        """One episode's metrics at the next step (steps count the logged episodes from 1)."""
         if row.get("status") != "ok":
-            return
-        values = namespaced(row)
+            raise ValueError(
+                f"only finished episodes are logged; {row.get('key')!r} has status "
+                f"{row.get('status')!r}"
+            )
         self.step += 1
-        if self.wandb_run is not None:
-            self.wandb_run.log(values, step=self.step)
-        if self.tb is not None:
-            for key, value in values.items():
-                self.tb.add_scalar(key, value, self.step)
+        self.log_values(namespaced(row), self.step)
 
     def log_values(self, values: dict[str, float], step: int) -> None:
         """Scalars at an explicit step (trainers log one row per update)."""

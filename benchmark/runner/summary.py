@@ -1,93 +1,61 @@
 """Aggregate episode rows into summary tables: mean and 95% interval per family and overall.
 
-SR uses the Clopper-Pearson interval, the other metrics a Student-t interval. Rows are grouped
-by baseline, communication setting and team size. Speedup, parallel efficiency and EI join each
-row with the one-agent reference run of the same baseline, task, scene and seed. The
-comm-ablation delta pairs comm-on and comm-off rows on the same task, seed and team size.
+Each metric's interval method (Clopper-Pearson for SR, Student-t for the others), the range its
+interval is clipped to, and whether summary.md shows it come from its declaration in
+:mod:`benchmark.metric_specs`. Rows are grouped by baseline, communication setting and team
+size. Speedup, parallel efficiency and EI join each row with its one-agent reference
+(:mod:`benchmark.runner.references`). The comm-ablation delta pairs comm-on and comm-off rows
+on the same task, seed and team size.
 """
 
 from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmark.metrics import METRIC_NAMES, add_reference_metrics, specialisation
+from benchmark.metric_specs import METRICS, MetricSpec, at_level, metric
+from benchmark.metrics import run_metrics
+from benchmark.runner.references import with_reference
 from benchmark.stats import clopper_pearson, t_interval
 
-SUMMARY_METRICS = (*METRIC_NAMES[:6], "speedup", "parallel_efficiency", "EI", *METRIC_NAMES[6:])
-
-
-def with_reference(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The non-reference ok rows, with speedup / efficiency / EI from successful references."""
-    ref = {
-        (r["baseline"], r["task"], r["scene"], r["seed"], r["comm"]): r["L"]
-        for r in rows
-        if r["status"] == "ok" and r["n_agents"] == 1 and r.get("SR") == 1.0
-    }
-    out = []
-    for r in rows:
-        if r["status"] != "ok" or r["reference"]:
-            continue
-        key = (r["baseline"], r["task"], r["scene"], r["seed"], r["comm"])
-        out.append(add_reference_metrics(dict(r), ref.get(key)))
-    return out
-
-
-# Metrics that are fractions: their intervals are clipped to [0, 1].
-FRACTIONS = frozenset(
-    {
-        "TR",
-        "C",
-        "B",
-        "workload_entropy",
-        "workload_gini",
-        "redundancy",
-        "wasted_action_rate",
-        "influence_rate",
-    }
-)
-# Counts and durations: their intervals are clipped at 0.
-NON_NEGATIVE = frozenset(
-    {
-        "L",
-        "L_decisions",
-        "speedup",
-        "parallel_efficiency",
-        "blocked_ticks",
-        "collisions",
-        "messages",
-        "message_tokens",
-    }
+# Per-episode metrics, the reference ones included, in declaration order: one cell each.
+SUMMARY_METRICS = tuple(m.name for m in at_level("episode", "reference"))
+# Metrics over a run's traces: one value per summary record, no interval.
+RUN_METRICS = tuple(m.name for m in at_level("run"))
+# Metrics compared between paired comm-on and comm-off runs (names checked when imported).
+DELTA_METRICS = tuple(
+    metric(name).name for name in ("SR", "TR", "L", "B", "redundancy", "messages")
 )
 
 
-def _cell(values: list[Any], metric: str) -> dict[str, Any]:
-    """Mean and 95% interval; intervals never leave the metric's range."""
+def _cell(values: list[Any], spec: MetricSpec | None) -> dict[str, Any]:
+    """Mean and 95% interval of one metric's values (``spec`` None: a difference of two runs,
+    unbounded); the interval never leaves the metric's range."""
     present = [float(v) for v in values if v is not None]
     if not present:
         return {"mean": None, "lo": None, "hi": None, "n": 0}
-    if metric == "SR":
+    if spec is not None and spec.interval == "clopper_pearson":
         lo, hi = clopper_pearson(int(sum(present)), len(present))
     else:
         lo, hi = t_interval(present)
-    if metric in FRACTIONS:
-        lo, hi = max(0.0, lo), min(1.0, hi)
-    elif metric in NON_NEGATIVE:
-        lo = max(0.0, lo)
+    if spec is not None:
+        lo, hi = spec.range.clip(lo, hi)
     return {"mean": float(np.mean(present)), "lo": lo, "hi": hi, "n": len(present)}
 
 
 def summarize(
     rows: list[dict[str, Any]],
     load_trace: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    references: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """One summary record per (baseline, comm, n_agents, family or 'all')."""
-    runs = with_reference(rows)
+    """One summary record per (baseline, comm, n_agents, family or 'all'). ``references`` are
+    one-agent rows of a previous run (``reference_from``)."""
+    runs = with_reference(rows, references)
     errors: dict[tuple, int] = defaultdict(int)
     for r in rows:
         if r["status"] != "ok" and not r["reference"]:
@@ -109,10 +77,12 @@ def summarize(
             "episodes": len(members),
             "errors": errors[(baseline, comm, n, fam)],
         }
-        for metric in SUMMARY_METRICS:
-            rec[metric] = _cell([m.get(metric) for m in members], metric)
-        rec["specialisation"] = (
-            specialisation(load_trace(m) for m in members) if load_trace and members else None
+        for name in SUMMARY_METRICS:
+            rec[name] = _cell([m.get(name) for m in members], metric(name))
+        rec.update(
+            run_metrics(load_trace(m) for m in members)
+            if load_trace and members
+            else dict.fromkeys(RUN_METRICS)
         )
         out.append(rec)
     return out
@@ -128,16 +98,16 @@ def comm_deltas(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not comm or off is None:
             continue
         for fam in (on["family"], "all"):
-            for metric in ("SR", "TR", "L", "B", "redundancy", "messages"):
-                if on.get(metric) is not None and off.get(metric) is not None:
-                    deltas[(baseline, n, fam)][metric].append(on[metric] - off[metric])
+            for name in DELTA_METRICS:
+                if on.get(name) is not None and off.get(name) is not None:
+                    deltas[(baseline, n, fam)][name].append(on[name] - off[name])
     return [
         {
             "baseline": b,
             "n_agents": n,
             "family": fam,
             "pairs": len(next(iter(d.values()), [])),
-            **{m: _cell(v, "delta") for m, v in d.items()},
+            **{m: _cell(v, None) for m, v in d.items()},
         }
         for (b, n, fam), d in sorted(deltas.items(), key=lambda kv: str(kv[0]))
     ]
@@ -151,23 +121,8 @@ def _fmt(cell: Any) -> str:
     return f"{cell['mean']:.3f} [{cell['lo']:.3f}, {cell['hi']:.3f}]"
 
 
-TABLE_COLUMNS = (
-    "baseline",
-    "comm",
-    "n_agents",
-    "family",
-    "episodes",
-    "errors",
-    "SR",
-    "TR",
-    "C",
-    "B",
-    "L",
-    "speedup",
-    "redundancy",
-    "messages",
-    "specialisation",
-)
+GROUP_COLUMNS = ("baseline", "comm", "n_agents", "family", "episodes", "errors")
+TABLE_COLUMNS = (*GROUP_COLUMNS, *(m.name for m in METRICS if m.headline))
 
 
 def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> list[str]:
@@ -177,16 +132,17 @@ def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> 
 
 def write_summary(root: Path, table: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
     """``summary.md`` (readable) and ``summary.csv`` (mean, lo, hi columns per metric)."""
-    lines = ["# Summary", "", "Mean [95% interval]; SR: Clopper-Pearson, others: t interval.", ""]
+    exact = ", ".join(m.name for m in METRICS if m.interval == "clopper_pearson")
+    lines = ["# Summary", "", f"Mean [95% interval]; {exact}: Clopper-Pearson, others: t.", ""]
     lines += _markdown_table(TABLE_COLUMNS, table)
     if deltas:
-        cols = ("baseline", "n_agents", "family", "pairs", "SR", "TR", "L", "messages")
+        cols = ("baseline", "n_agents", "family", "pairs", *DELTA_METRICS)
         lines += ["", "## Communication ablation (comm on - comm off, paired)", ""]
         lines += _markdown_table(cols, deltas)
     (root / "summary.md").write_text("\n".join(lines) + "\n")
     with (root / "summary.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
-        head = ["baseline", "comm", "n_agents", "family", "episodes", "errors", "specialisation"]
+        head = [*GROUP_COLUMNS, *RUN_METRICS]
         writer.writerow(head + [f"{m}_{p}" for m in SUMMARY_METRICS for p in ("mean", "lo", "hi")])
         for rec in table:
             cells = [rec[h] for h in head]

@@ -6,7 +6,6 @@
 """
 
 from benchmark.env.skills.base import (
-    PRIMITIVE_OF,
     Skill,
     SkillFailure,
     is_permanent,
@@ -21,7 +20,6 @@ from benchmark.env.skills.build import (
 from benchmark.env.skills.walking import Explore, Navigate
 
 __all__ = [
-    "PRIMITIVE_OF",
     "Explore",
     "Navigate",
     "SightPoses",

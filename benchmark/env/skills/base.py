@@ -14,16 +14,6 @@ from enum import StrEnum
 from benchmark.sim.failures import PERMANENT
 from benchmark.sim.world import ActionResult, World
 
-PRIMITIVE_OF = {
-    "pickup": "PickupObject",
-    "put": "PutObject",
-    "open": "OpenObject",
-    "close": "CloseObject",
-    "toggle_on": "ToggleObjectOn",
-    "toggle_off": "ToggleObjectOff",
-    "slice": "SliceObject",
-}
-
 
 class SkillFailure(StrEnum):
     """Why a skill failed in the skill layer (simulator failures keep their own reasons)."""

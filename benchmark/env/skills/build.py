@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmark.env.grammar import Call, ParseError, parse_action
-from benchmark.env.skills.base import PRIMITIVE_OF, Skill, SkillFailure
+from benchmark.env.skills.base import Skill, SkillFailure
 from benchmark.env.skills.walking import Explore, Navigate
 from benchmark.sim.failures import Failure
 from benchmark.sim.planning import Pose, sight_poses
 from benchmark.sim.world import World
+from benchmark.skill_names import PRIMITIVE_OF
 
 
 @dataclass(frozen=True)
