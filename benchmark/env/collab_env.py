@@ -37,7 +37,7 @@ from benchmark.env.traffic import joint_lifts, right_of_way, step_aside
 from benchmark.env.views import PrivilegedView, TaskInfo, task_info
 from benchmark.episode import Episode, make_episode
 from benchmark.goals import holds
-from benchmark.sim.world import ActionResult, World, snapshot
+from benchmark.sim.world import ActionResult, World
 from benchmark.tasks import TaskSpec, load_task
 
 TickHook = Callable[[World], None]
@@ -112,7 +112,6 @@ class CollabEnv(ParallelEnv):
         self.known: list[set[str]] = [set(named) for _ in range(self.n_agents)]
         self.satisfied = [holds(self.world, a) for a in ep.checklist]
         self.contexts = self._contexts()
-        self._snapshot: tuple[int, World] | None = None
         self._learn_visible()
         self.recorder = TraceRecorder(ep, asdict(o), self.instruction, self.satisfied)
         return self._observations(self._deliver()), self._infos()
@@ -320,23 +319,18 @@ class CollabEnv(ParallelEnv):
 
     def task_info(self) -> TaskInfo:
         """What teams get at reset; under full observability it holds the privileged view."""
-        ep, privileged = self.episode, None
+        ep, view = self.episode, None
         if self.options.observability == "full":
-            privileged = PrivilegedView(
-                checklist=tuple(ep.checklist),
-                heavy=ep.heavy,
-                cannot=tuple(self.task.capability(k).cannot for k in range(self.n_agents)),
-                _satisfied=lambda: tuple(self.satisfied),
-                _world=self._world_snapshot,
+            cannot = tuple(self.task.capability(k).cannot for k in range(self.n_agents))
+            view = PrivilegedView(
+                tuple(ep.checklist),
+                ep.heavy,
+                cannot,
+                satisfied=lambda: tuple(self.satisfied),
+                world=lambda: self.world,
+                tick=lambda: self.tick,
             )
-        return task_info(
-            self.task, self.options, self.instruction, self.possible_agents, privileged
-        )
-
-    def _world_snapshot(self) -> World:
-        if self._snapshot is None or self._snapshot[0] != self.tick:
-            self._snapshot = (self.tick, snapshot(self.world))
-        return self._snapshot[1]
+        return task_info(self.task, self.options, self.instruction, self.possible_agents, view)
 
     def render(self):
         from benchmark.render import top_down

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 
 from benchmark.env.options import EnvOptions
 from benchmark.goals import Atom, Clause
-from benchmark.sim.world import World
+from benchmark.sim.world import World, snapshot
 from benchmark.tasks import TaskSpec
 
 
-@dataclass(frozen=True)
 class PrivilegedView:
     """The scoring state of the running episode, read-only.
 
@@ -29,20 +28,42 @@ class PrivilegedView:
     :meth:`satisfied` and :meth:`world` give the live state at the current tick.
     """
 
-    checklist: tuple[Atom, ...]
-    heavy: frozenset[int]
-    cannot: tuple[frozenset[str], ...]
-    _satisfied: Callable[[], tuple[bool, ...]] = field(repr=False, compare=False)
-    _world: Callable[[], World] = field(repr=False, compare=False)
+    def __init__(
+        self,
+        checklist: tuple[Atom, ...],
+        heavy: frozenset[int],
+        cannot: tuple[frozenset[str], ...],
+        satisfied: Callable[[], tuple[bool, ...]],
+        world: Callable[[], World],
+        tick: Callable[[], int],
+    ) -> None:
+        self._checklist, self._heavy, self._cannot = checklist, heavy, cannot
+        self._satisfied, self._world, self._tick = satisfied, world, tick
+        self._snapshot: tuple[int, World] | None = None
+
+    @property
+    def checklist(self) -> tuple[Atom, ...]:
+        return self._checklist
+
+    @property
+    def heavy(self) -> frozenset[int]:
+        return self._heavy
+
+    @property
+    def cannot(self) -> tuple[frozenset[str], ...]:
+        return self._cannot
 
     def satisfied(self) -> tuple[bool, ...]:
         """Which checklist atoms hold now, in checklist order."""
         return self._satisfied()
 
     def world(self) -> World:
-        """A snapshot of the simulator state now: objects, agents, containment and the
-        visibility queries. It is a copy; changing it changes nothing in the episode."""
-        return self._world()
+        """A snapshot of the simulator state now (one per tick): objects, agents, containment
+        and the visibility queries. It is a copy; changing it changes nothing in the episode."""
+        tick = self._tick()
+        if self._snapshot is None or self._snapshot[0] != tick:
+            self._snapshot = (tick, snapshot(self._world()))
+        return self._snapshot[1]
 
 
 @dataclass(frozen=True)
