@@ -28,7 +28,7 @@ from benchmark.episode import Episode, make_episode
 from benchmark.goals import holds
 from benchmark.sim.planning import sight_poses
 from benchmark.sim.world import ActionResult
-from benchmark.tasks import TaskSpec, load_task
+from benchmark.tasks import TaskRef, resolve_task
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,13 @@ class CollabEnv(ParallelEnv):
 
     def __init__(
         self,
-        task: TaskSpec | str,
+        task: TaskRef,
         scene: str | None = None,
         n_agents: int = 2,
         seed: int = 0,
         options: EnvOptions | None = None,
     ) -> None:
-        self.task = load_task(task) if isinstance(task, str) else task
+        self.task = resolve_task(task)
         self.fixed_scene = scene
         self.n_agents = n_agents
         self.seed = seed
@@ -499,9 +499,11 @@ def _clause_text(c: Any) -> str:
 
 
 def make_env(
-    task: TaskSpec | str, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
+    task: TaskRef, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
 ) -> CollabEnv:
-    """A :class:`CollabEnv` for ``task`` (an id or spec); ``scene=None`` picks one by seed.
+    """A :class:`CollabEnv` for ``task``: a registered id, a spec, or the path of a task file
+    (``.yaml``, anywhere; see :func:`benchmark.tasks.resolve_task`). ``scene=None`` picks one by
+    seed.
 
     Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError.
     """

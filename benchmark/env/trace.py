@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark import __version__
 from benchmark.sim.scene_build import SCENE_FORMAT
+from benchmark.tasks import load_task_file, task_source
 
 if TYPE_CHECKING:
     from benchmark.env.collab_env import CollabEnv
@@ -39,6 +40,16 @@ class TraceRecorder:
         self.env = env
         ep = env.episode
         assert ep is not None
+        config: dict[str, Any] = {
+            "task": ep.task.id,
+            "scene": ep.scene,
+            "n_agents": ep.n_agents,
+            "seed": ep.seed,
+            "options": asdict(env.options),
+        }
+        source = task_source(ep.task)
+        if source is not None:  # a task file outside the registry: its path and content hash
+            config["task_file"] = source
         self.trace: dict[str, Any] = {
             "format": TRACE_FORMAT,
             "versions": {
@@ -46,13 +57,7 @@ class TraceRecorder:
                 "task": ep.task.id,
                 "scene_format": SCENE_FORMAT,
             },
-            "config": {
-                "task": ep.task.id,
-                "scene": ep.scene,
-                "n_agents": ep.n_agents,
-                "seed": ep.seed,
-                "options": asdict(env.options),
-            },
+            "config": config,
             "instruction": env.instruction,
             "checklist": [a.key for a in ep.checklist],
             "initially_satisfied": [bool(s) for s in env.satisfied],
@@ -121,14 +126,28 @@ class ReplayResult:
 
 
 def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
-    """A fresh environment reset to the traced episode's initial state."""
+    """A fresh environment reset to the traced episode's initial state.
+
+    A task from outside the registry is rebuilt from the file the trace records, which must
+    still hash to the recorded SHA-256 (else :class:`~benchmark.tasks.TaskSpecError`).
+    """
     from benchmark.env.collab_env import EnvOptions, make_env
 
     cfg = trace["config"]
     options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
-    return make_env(
-        cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options
-    )
+    task: Any = cfg["task"]
+    if "task_file" in cfg:
+        source = cfg["task_file"]
+        if not source.get("path"):
+            raise ValueError(
+                f"the trace's task {task!r} was not loaded from a file and cannot be rebuilt"
+            )
+        task = load_task_file(source["path"], sha256=source["sha256"])
+        if task.id != cfg["task"]:
+            raise ValueError(
+                f"{source['path']} defines task {task.id!r}, the trace's task is {cfg['task']!r}"
+            )
+    return make_env(task, scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options)
 
 
 def replay(trace: dict[str, Any]) -> ReplayResult:
