@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmark.goals import Atom, GoalError, ground, holds
+from benchmark.goal_rules import check_clause
+from benchmark.goals import Atom, GoalError, ground_clauses, holds
 from benchmark.sim import Controller
 from benchmark.sim.arrange import randomize, reachable_by_sight, relocate, switch_on
 from benchmark.sim.world import World
@@ -91,31 +92,36 @@ def make_episode(
 ) -> Episode:
     """Build the episode. With ``scene=None`` the scene is chosen by seed among the eligible
     ones, moving on to the next if the goal cannot be grounded in it (nothing reachable to act
-    on). ``strict_agents=False`` allows agent counts outside the task's range (for showing,
-    e.g., that a heavy-lift task cannot be done alone)."""
+    on) or can never be satisfied there (:func:`benchmark.goal_rules.check_clause`); errors
+    name the task file, the clause and the rule. ``strict_agents=False`` allows agent counts
+    outside the task's range (for showing, e.g., that a heavy-lift task cannot be done
+    alone)."""
     if strict_agents and not task.min_agents <= n_agents <= task.max_agents:
         raise ValueError(
             f"task {task.id} takes {task.min_agents}-{task.max_agents} agents, "
             f"got n_agents={n_agents}"
         )
+    name = f"task {task.id} ({task.path})"
     if scene is not None:
         if scene not in task.candidate_scenes():
             raise ValueError(f"scene {scene!r} is not among task {task.id}'s scenes")
         try:
             return _build(task, scene, n_agents, seed)
         except GoalError as err:
-            raise ValueError(f"task {task.id} cannot be set up in {scene}: {err}") from err
+            raise ValueError(f"{name} cannot be set up in {scene}: {err}") from err
     eligible = task.eligible_scenes(split)
     if not eligible:
         raise ValueError(f"task {task.id} has no eligible scene in split {split!r}")
     first = pick_scene(task, seed, split)
     order = eligible[eligible.index(first) :] + eligible[: eligible.index(first)]
+    reasons: list[str] = []
     for candidate in order:
         try:
             return _build(task, candidate, n_agents, seed)
-        except GoalError:
-            continue
-    raise ValueError(f"task {task.id} cannot be set up in any eligible scene")
+        except GoalError as err:
+            reasons.append(str(err))
+    shown = "; ".join(list(dict.fromkeys(reasons))[:3])
+    raise ValueError(f"{name} cannot be set up in any eligible scene: {shown}")
 
 
 def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
@@ -134,9 +140,14 @@ def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
                 s.object_type == kind and reachable_by_sight(world, s.index) for s in world.specs
             ):
                 raise GoalError(f"no reachable {kind} in {scene}")
-        atoms = ground(list(task.goal), world, homes, lambda k, w=world: reachable_by_sight(w, k))
+        groups = ground_clauses(
+            list(task.goal), world, homes, lambda k, w=world: reachable_by_sight(w, k)
+        )
+        atoms = [a for group in groups for a in group]
         if not all(holds(world, a) for a in atoms):
             break
+    for clause, group in zip(task.goal, groups, strict=True):
+        check_clause(world, clause, group, lambda k, w=world: reachable_by_sight(w, k))
     heavy = frozenset(s.index for s in world.specs if s.object_type in task.setup.heavy)
     return Episode(
         task, scene, n_agents, seed, controller, atoms, render_instructions(task, atoms), heavy

@@ -4,13 +4,19 @@ A goal is a list of clauses, each ``<quantifier>: <predicate>(<args>)[=<true|fal
 
 * quantifiers: ``all`` (one atom per instance of the subject type present at the start),
   ``any`` (one atom: at least one instance), ``count>=k`` (k atoms: the j-th holds when at least j
-  instances satisfy the predicate; for objects that only appear later, such as ``BreadSliced``);
+  instances satisfy the predicate);
 * predicates: ``inside(X, Y)`` and its synonym ``on(X, Y)`` (X rests in or on Y, directly or
   nested), ``isToggled(X)``, ``isOpen(X)``, ``isSliced(X)``, ``isCooked(X)``, ``isDirty(X)``,
   ``isFilledWithLiquid(X)``, ``filledWith(X, coffee|wine|water)``;
 * arguments: an object type (``Apple``), an objectId (``Apple|-00.47|+01.15|+00.48``), or
   ``@home`` as the second argument of ``inside``: the receptacle the object rests in in the
   recorded scene (for rearrangement; instances recorded in no receptacle are left out).
+
+Subjects may be types that exist only after an action (``TomatoSliced``, ``EggCracked``: see
+``scenes/derived_objects.yaml``). ``any`` and ``count>=k`` count the objects of the type that
+exist whenever the atom is checked, so pieces made during the episode count; ``all`` over such
+a type is rejected, since none of its objects exists when the episode starts. Which clauses the
+simulator's rules can satisfy is decided in :mod:`benchmark.goal_rules`.
 
 >>> parse_clause("all: inside(Apple, Fridge)")
 Clause(quantifier='all', count=0, predicate='inside', subject='Apple', target='Fridge', value=True)
@@ -55,6 +61,13 @@ class Clause:
     subject: str  # object type or objectId
     target: str | None  # second argument, if any
     value: bool
+
+    @property
+    def text(self) -> str:
+        """The clause in its canonical form, e.g. ``count>=2: isCooked(BreadSliced)``."""
+        args = self.subject if self.target is None else f"{self.subject}, {self.target}"
+        quantifier = f"count>={self.count}" if self.quantifier == "count" else self.quantifier
+        return f"{quantifier}: {self.predicate}({args})" + ("" if self.value else "=false")
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,8 @@ def parse_clause(text: str) -> Clause:
     count = int(m.group("k")) if m.group("k") else 0
     if q.startswith("count") and count < 1:
         raise GoalError(f"count>=k needs k >= 1 in {text!r}")
+    if HOME in args and q != "all":
+        raise GoalError(f"{HOME} names each object's own receptacle: it needs 'all' in {text!r}")
     return Clause(
         quantifier="count" if count else q,
         count=count,
@@ -121,7 +136,8 @@ def parse_clause(text: str) -> Clause:
     )
 
 
-def _matches(world: World, index: int, ref: str) -> bool:
+def matches(world: World, index: int, ref: str) -> bool:
+    """Whether object ``index`` is the one ``ref`` names (an objectId) or of type ``ref``."""
     spec = world.specs[index]
     return spec.object_id == ref if "|" in ref else spec.object_type == ref
 
@@ -137,16 +153,17 @@ def holds_for(world: World, predicate: str, index: int, target: str | None) -> b
         return st.is_filled and st.fill_liquid == target
     if world.carrier(index) >= 0:
         return False
-    return any(_matches(world, p, target) for p in world.ancestors(index))  # type: ignore[arg-type]
+    return any(matches(world, p, target) for p in world.ancestors(index))  # type: ignore[arg-type]
 
 
 def holds(world: World, atom: Atom) -> bool:
     """Evaluate one atom on the current state."""
     if atom.at_least:
+        # world.specs is read afresh: objects created during the episode (slices) count.
         n = sum(
             1
             for s in world.specs
-            if s.object_type == atom.subject
+            if matches(world, s.index, atom.subject)
             and holds_for(world, atom.predicate, s.index, atom.target) == atom.value
         )
         return n >= atom.at_least
@@ -160,37 +177,55 @@ def ground(
     homes: dict[str, str],
     reachable: Callable[[int], bool] = lambda index: True,
 ) -> list[Atom]:
-    """The checklist of an episode. ``homes`` maps objectIds to their recorded receptacles;
-    ``reachable`` tells whether an agent can ever see an object (objects nobody can reach are
-    left out of ``all`` clauses, and a type-level target needs one reachable instance).
+    """The checklist of an episode: :func:`ground_clauses`, flattened in clause order."""
+    return [a for group in ground_clauses(clauses, world, homes, reachable) for a in group]
+
+
+def ground_clauses(
+    clauses: list[Clause],
+    world: World,
+    homes: dict[str, str],
+    reachable: Callable[[int], bool] = lambda index: True,
+) -> list[list[Atom]]:
+    """Each clause's atoms on an episode. ``homes`` maps objectIds to their recorded
+    receptacles; ``reachable`` tells whether an agent can ever see an object (objects nobody
+    can reach are left out of ``all`` clauses, and a type-level target needs one reachable
+    instance). ``any`` and ``count>=k`` clauses ground to type-level atoms whatever the scene
+    holds now; whether enough objects can satisfy them is :mod:`benchmark.goal_rules`' concern.
 
     Raises GoalError if a clause has nothing to refer to in this scene.
     """
-    atoms: list[Atom] = []
     for c in clauses:
         if c.target and c.predicate == "inside" and c.target != HOME:
-            targets = [s.index for s in world.specs if _matches(world, s.index, c.target)]
+            targets = [s.index for s in world.specs if matches(world, s.index, c.target)]
             if not any(reachable(t) for t in targets):
                 raise GoalError(f"no reachable {c.target} in {world.scene.name}")
+    out: list[list[Atom]] = []
     for c in clauses:
         if c.quantifier == "count":
-            atoms.extend(
-                Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1)
+            out.append(
+                [Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1)]
             )
             continue
+        if c.quantifier == "any" and world.facts.is_derived(c.subject):
+            out.append([Atom(c.predicate, c.subject, c.target, c.value, 1)])
+            continue
+        if c.quantifier == "all" and world.facts.is_derived(c.subject):
+            raise GoalError(
+                f"'{c.text}': no {c.subject} exists when the episode starts, so 'all' is "
+                "ill-defined; use 'any:' or 'count>=k:'"
+            )
         subjects = [
             s
             for s in world.specs
             if world.objs[s.index].active
-            and _matches(world, s.index, c.subject)
+            and matches(world, s.index, c.subject)
             and reachable(s.index)
         ]
         if not subjects:
             raise GoalError(f"no {c.subject} in {world.scene.name}")
         if c.quantifier == "any":
-            if c.target == HOME:
-                raise GoalError("'any' cannot be combined with @home")
-            atoms.append(Atom(c.predicate, c.subject, c.target, c.value, 1))
+            out.append([Atom(c.predicate, c.subject, c.target, c.value, 1)])
             continue
         if c.target == HOME:
             # Objects recorded resting in no receptacle (or in one nobody reaches) are left out.
@@ -201,21 +236,15 @@ def ground(
             ]
             if not subjects:
                 raise GoalError(f"no {c.subject} in {world.scene.name} has a recorded receptacle")
-        for s in subjects:
-            target = homes[s.object_id] if c.target == HOME else c.target
-            atoms.append(Atom(c.predicate, s.object_id, target, c.value))
-    return atoms
-
-
-def clause_types(clause: Clause) -> set[str]:
-    """Object types a clause needs in a scene (ids and @home are checked at grounding)."""
-    out = set()
-    if "|" not in clause.subject and clause.quantifier != "count":
-        out.add(clause.subject)
-    if (
-        clause.predicate == "inside"
-        and clause.target not in (None, HOME)
-        and "|" not in clause.target
-    ):
-        out.add(clause.target)
+        out.append(
+            [
+                Atom(
+                    c.predicate,
+                    s.object_id,
+                    homes[s.object_id] if c.target == HOME else c.target,
+                    c.value,
+                )
+                for s in subjects
+            ]
+        )
     return out

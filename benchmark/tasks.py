@@ -2,11 +2,19 @@
 
 A file ``tasks/transport/transport_produce_fridge_v0.yaml`` defines the task
 ``transport_produce_fridge_v0``. A malformed file is rejected with a :class:`TaskSpecError`
-naming the file, the field and what was expected. Adding a task needs no code change.
+naming the file, the field and what was expected; so is a goal clause the simulator's rules
+can never satisfy (see :mod:`benchmark.goal_rules`). Adding a task needs no code change.
+
+A task file outside ``tasks/`` can be used by its path (:func:`resolve_task`); it is then
+identified by that path and the SHA-256 of its content (:func:`task_source`), which traces
+and result rows record so that replay rebuilds exactly the same task.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -15,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from benchmark.goals import Clause, GoalError, clause_types, parse_clause
+from benchmark.goal_rules import clause_needs, clause_problem
+from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
@@ -89,7 +98,8 @@ class TaskSpec:
     setup: Setup
     goal: tuple[Clause, ...]
     requires: tuple[str, ...] = ()
-    path: str = field(default="", compare=False)
+    path: str = field(default="", compare=False)  # the file it was loaded from
+    sha256: str = field(default="", compare=False)  # SHA-256 of that file's content
 
     @property
     def version(self) -> int:
@@ -101,9 +111,10 @@ class TaskSpec:
         return [s for rt in self.room_types for s in ithor_scenes(rt)]
 
     def eligible_scenes(self, split: str | None = None) -> list[str]:
-        """Candidate scenes (optionally within a split) holding every type the goal names."""
-        needed = set().union(*(clause_types(c) for c in self.goal)) | set(self.setup.heavy)
-        needed |= set(self.requires)
+        """Candidate scenes (optionally within a split) holding every type the goal needs: the
+        types it names, and for a type made by an action its source (and a tool if needed)."""
+        needs = [need for c in self.goal for need in clause_needs(c)]
+        needs += [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
         allowed = None
         if split is not None:
             splits = scene_splits()
@@ -113,7 +124,7 @@ class TaskSpec:
         return [
             s
             for s in self.candidate_scenes()
-            if (allowed is None or s in allowed) and needed <= set(object_type_counts(s))
+            if (allowed is None or s in allowed) and _meets(needs, set(object_type_counts(s)))
         ]
 
     def capability(self, agent_index: int) -> Capability:
@@ -121,6 +132,10 @@ class TaskSpec:
         if not self.capabilities:
             return Capability("default")
         return self.capabilities[agent_index % len(self.capabilities)]
+
+
+def _meets(needs: list[tuple[frozenset[str], ...]], present: set[str]) -> bool:
+    return all(any(option <= present for option in need) for need in needs)
 
 
 def _fail(path: Path, fieldname: str, expected: str, got: Any = None) -> TaskSpecError:
@@ -238,9 +253,13 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     goal = []
     for k, text in enumerate(goal_data):
         try:
-            goal.append(parse_clause(text))
+            clause = parse_clause(text)
         except GoalError as err:
             raise TaskSpecError(f"{path}: field 'goal[{k}]': {err}") from err
+        problem = clause_problem(clause)
+        if problem is not None:
+            raise TaskSpecError(f"{path}: field 'goal[{k}]': {text!r} can never hold: {problem}")
+        goal.append(clause)
     requires = _str_list(path, "requires", data.get("requires"))
     return TaskSpec(
         id=task_id,
@@ -260,15 +279,25 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     )
 
 
-def load_task_file(path: str | Path) -> TaskSpec:
+def load_task_file(path: str | os.PathLike[str], sha256: str | None = None) -> TaskSpec:
+    """Load and validate one task file. With ``sha256``, the content must still hash to it
+    (the file a trace or a run recorded); a changed file raises TaskSpecError."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise TaskSpecError(f"{path}: not valid YAML: {err}") from err
+        content = path.read_bytes()
     except OSError as err:
         raise TaskSpecError(f"{path}: cannot be read: {err}") from err
-    return parse_task(data, path)
+    digest = hashlib.sha256(content).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise TaskSpecError(
+            f"{path}: the task file changed since it was recorded: its content hashes to "
+            f"sha256 {digest}, the record says {sha256}; restore that version to reproduce it"
+        )
+    try:
+        data = yaml.safe_load(content.decode())
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise TaskSpecError(f"{path}: not valid YAML: {err}") from err
+    return dataclasses.replace(parse_task(data, path), sha256=digest)
 
 
 @cache
@@ -293,3 +322,47 @@ def load_task(task_id: str) -> TaskSpec:
     if task_id not in tasks:
         raise ValueError(f"unknown task {task_id!r}; known tasks are {sorted(tasks)}")
     return tasks[task_id]
+
+
+def is_task_path(ref: str | os.PathLike[str]) -> bool:
+    """Whether a task reference is a file path rather than a registered id (ids hold no
+    ``/`` and no ``.``, so a path is anything ending in .yaml/.yml or holding a separator)."""
+    text = os.fspath(ref)
+    return not isinstance(ref, str) or text.endswith((".yaml", ".yml")) or os.sep in text
+
+
+def load_task_path(path: str | os.PathLike[str]) -> TaskSpec:
+    """The task defined by a file anywhere (relative paths: from the working directory).
+
+    A file of the registry gives the registered task. A file elsewhere must not reuse a
+    registered id: results are reported by task id, and a registered id means that task.
+    """
+    resolved = Path(path).expanduser().resolve()
+    spec = load_task_file(resolved)
+    registered = task_registry().get(spec.id)
+    if registered is not None:
+        if Path(registered.path).resolve() == resolved:
+            return registered
+        raise TaskSpecError(
+            f"{resolved}: field 'id': {spec.id!r} is a registered task ({registered.path}); "
+            "give a task file outside tasks/ its own id (or a new _v<version>)"
+        )
+    return spec
+
+
+TaskRef = TaskSpec | str | os.PathLike[str]  # a spec, a registered id, or a task file's path
+
+
+def resolve_task(task: TaskRef) -> TaskSpec:
+    """A task given as a spec, a registered id, or the path of a task file."""
+    if isinstance(task, TaskSpec):
+        return task
+    return load_task_path(task) if is_task_path(task) else load_task(task)
+
+
+def task_source(task: TaskSpec) -> dict[str, str] | None:
+    """What identifies a task that is not the registered one of its id: the ``path`` of its
+    file and the ``sha256`` of its content. None for a registered task (its id says it)."""
+    if task_registry().get(task.id) == task:
+        return None
+    return {"path": str(Path(task.path).resolve()) if task.path else "", "sha256": task.sha256}

@@ -137,3 +137,8 @@ def test_goal_clauses_parse_with_quantifiers_and_values() -> None:
         parse_clause("any: filledWith(Mug, juice)")
     with pytest.raises(GoalError, match="@home"):
         parse_clause("all: isOpen(@home)")
+    with pytest.raises(GoalError, match="needs 'all'"):
+        parse_clause("any: inside(Mug, @home)")
+    assert (
+        parse_clause("count>=2: on(Mug, Table)=false").text == "count>=2: inside(Mug, Table)=false"
+    )

@@ -38,7 +38,7 @@ from benchmark.env.views import PrivilegedView, TaskInfo, task_info
 from benchmark.episode import Episode, make_episode
 from benchmark.goals import holds
 from benchmark.sim.world import ActionResult, World
-from benchmark.tasks import TaskSpec, load_task
+from benchmark.tasks import TaskRef, resolve_task
 
 TickHook = Callable[[World], None]
 
@@ -54,13 +54,13 @@ class CollabEnv(ParallelEnv):
 
     def __init__(
         self,
-        task: TaskSpec | str,
+        task: TaskRef,
         scene: str | None = None,
         n_agents: int = 2,
         seed: int = 0,
         options: EnvOptions | None = None,
     ) -> None:
-        self.task = load_task(task) if isinstance(task, str) else task
+        self.task = resolve_task(task)
         self.fixed_scene = scene
         self.n_agents = n_agents
         self.seed = seed
@@ -342,10 +342,12 @@ class CollabEnv(ParallelEnv):
 
 
 def make_env(
-    task: TaskSpec | str, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
+    task: TaskRef, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
 ) -> CollabEnv:
-    """A :class:`CollabEnv` for ``task`` (an id or spec), reset; ``scene=None`` picks one by
-    seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError."""
+    """A :class:`CollabEnv` for ``task``: a registered id, a spec, or the path of a task file
+    (``.yaml``, anywhere; see :func:`benchmark.tasks.resolve_task`), reset. ``scene=None`` picks
+    one by seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError.
+    """
     env = CollabEnv(
         task, scene=scene, n_agents=n_agents, seed=seed, options=EnvOptions().updated(**options)
     )

@@ -8,6 +8,7 @@ from typing import Any
 from benchmark.env.collab_env import CollabEnv, make_env
 from benchmark.env.options import EnvOptions
 from benchmark.env.trace import atom_record
+from benchmark.tasks import load_task_file
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,26 @@ class ReplayResult:
 
 
 def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
-    """A fresh environment reset to the traced episode's initial state."""
+    """A fresh environment reset to the traced episode's initial state.
+
+    A task from outside the registry is rebuilt from the file the trace records, which must
+    still hash to the recorded SHA-256 (else :class:`~benchmark.tasks.TaskSpecError`).
+    """
     cfg = trace["config"]
     options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
-    return make_env(
-        cfg["task"], scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options
-    )
+    task: Any = cfg["task"]
+    if "task_file" in cfg:
+        source = cfg["task_file"]
+        if not source.get("path"):
+            raise ValueError(
+                f"the trace's task {task!r} was not loaded from a file and cannot be rebuilt"
+            )
+        task = load_task_file(source["path"], sha256=source["sha256"])
+        if task.id != cfg["task"]:
+            raise ValueError(
+                f"{source['path']} defines task {task.id!r}, the trace's task is {cfg['task']!r}"
+            )
+    return make_env(task, scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options)
 
 
 def replay(trace: dict[str, Any]) -> ReplayResult:

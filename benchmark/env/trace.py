@@ -24,6 +24,7 @@ from benchmark.episode import Episode
 from benchmark.formats import TRACE_FORMAT
 from benchmark.goals import Atom
 from benchmark.sim.scene_build import SCENE_FORMAT
+from benchmark.tasks import task_source
 
 
 def atom_record(atom: Atom) -> dict[str, Any]:
@@ -55,6 +56,16 @@ class TraceRecorder:
         instruction: str,
         satisfied: Sequence[bool],
     ) -> None:
+        config: dict[str, Any] = {
+            "task": ep.task.id,
+            "scene": ep.scene,
+            "n_agents": ep.n_agents,
+            "seed": ep.seed,
+            "options": dict(options),
+        }
+        source = task_source(ep.task)
+        if source is not None:  # a task file outside the registry: its path and content hash
+            config["task_file"] = source
         self.trace: dict[str, Any] = {
             "format": TRACE_FORMAT,
             "versions": {
@@ -62,13 +73,7 @@ class TraceRecorder:
                 "task": ep.task.id,
                 "scene_format": SCENE_FORMAT,
             },
-            "config": {
-                "task": ep.task.id,
-                "scene": ep.scene,
-                "n_agents": ep.n_agents,
-                "seed": ep.seed,
-                "options": dict(options),
-            },
+            "config": config,
             "instruction": instruction,
             "checklist": [atom_record(a) for a in ep.checklist],
             "initially_satisfied": [bool(s) for s in satisfied],

@@ -24,7 +24,7 @@ from benchmark.runner.loggers import MetricLoggers
 from benchmark.runner.references import ReferenceJoin
 from benchmark.runner.results import RunDirectory
 from benchmark.runner.summary import comm_deltas, summarize, write_summary
-from benchmark.tasks import load_task
+from benchmark.tasks import resolve_task, task_source
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -42,7 +42,9 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
     team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
     jobs: list[Job] = []
     for entry in cfg.suite.entries:
-        task = load_task(entry.task)
+        task = resolve_task(entry.task)
+        source = task_source(task) or {"path": "", "sha256": ""}
+        files = {"task_file": source["path"], "task_sha256": source["sha256"]}
         sizes = _as_list(cfg.n_agents) or list(entry.n_agents)
         seeds = _as_list(cfg.seeds) or list(entry.seeds)
         for n in sizes:
@@ -56,7 +58,7 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                 for n in sizes:
                     jobs.append(
                         Job(
-                            entry.task,
+                            task.id,
                             entry.split,
                             int(n),
                             int(seed),
@@ -64,12 +66,13 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                             baseline.name,
                             team_kwargs,
                             env_options,
+                            **files,
                         )
                     )
                 if cfg.reference and not cfg.reference_from and 1 not in sizes:
                     jobs.append(
                         Job(
-                            entry.task,
+                            task.id,
                             entry.split,
                             1,
                             int(seed),
@@ -78,12 +81,27 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                             team_kwargs,
                             env_options,
                             reference=True,
+                            **files,
                         )
                     )
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the suite lists the same episode twice")
     return jobs
+
+
+def _check_task_files(jobs: list[Job], rows: list[dict[str, Any]]) -> None:
+    """Resuming must not mix versions of a task file: rows already in the run directory must
+    come from the content the suite's task files have now."""
+    recorded = {r["key"]: r.get("task_sha256", "") for r in rows}
+    for job in jobs:
+        before = recorded.get(job.key)
+        if before is not None and before != job.task_sha256:
+            raise ValueError(
+                f"task {job.task}: {job.task_file} has changed (sha256 {job.task_sha256}) since "
+                f"this run directory's rows were recorded (sha256 {before}); run into a new "
+                "output_dir"
+            )
 
 
 def _summary_table(table: list[dict[str, Any]]) -> Table:
@@ -142,6 +160,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     manifest = rundir.write_manifest(container, cfg.suite.version)
     jobs = build_jobs(cfg)
+    _check_task_files(jobs, rundir.rows())
     done = rundir.done()
     todo = [j for j in jobs if j.key not in done]
     stamp = {

@@ -10,7 +10,7 @@ from hydra.core.config_store import ConfigStore
 
 @dataclass
 class SuiteEntry:
-    task: str = "transport_produce_fridge_v0"  # task id (tasks/<family>/<id>.yaml)
+    task: str = "transport_produce_fridge_v0"  # task id, or a task file's path (ends in .yaml)
     split: str = "test"  # scene split the scene is drawn from: train | val | test
     n_agents: list[int] = field(default_factory=lambda: [2])  # team sizes to run
     seeds: list[int] = field(default_factory=lambda: [0])  # episode seeds

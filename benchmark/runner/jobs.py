@@ -15,12 +15,16 @@ from benchmark.decompose import quality
 from benchmark.env import make_env
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.tasks import load_task
+from benchmark.tasks import load_task, load_task_file
 
 
 @dataclass(frozen=True)
 class Job:
-    """One episode to run (everything a result depends on)."""
+    """One episode to run (everything a result depends on).
+
+    ``task`` is the task id; a task from a file outside the registry also has that file's
+    absolute path and content hash, which the episode checks before it runs.
+    """
 
     task: str
     split: str
@@ -31,6 +35,8 @@ class Job:
     team_kwargs: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
     reference: bool = False
+    task_file: str = ""
+    task_sha256: str = ""
 
     @property
     def key(self) -> str:
@@ -42,8 +48,17 @@ class Job:
         )
 
 
+def _source(job: Job) -> dict[str, str]:
+    """The task file's path and content hash, for a task outside the registry."""
+    return {"task_file": job.task_file, "task_sha256": job.task_sha256} if job.task_file else {}
+
+
 def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
-    task = load_task(job.task)
+    task = (
+        load_task_file(job.task_file, sha256=job.task_sha256)
+        if job.task_file
+        else load_task(job.task)
+    )
     options = {**job.env_options, "comm": job.comm, "split": job.split}
     if job.reference:
         options["strict_agents"] = False
@@ -80,6 +95,7 @@ def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
         "baseline": job.baseline,
         "comm": job.comm,
         "reference": job.reference,
+        **_source(job),
     }
     errors = []
     for attempt in range(retries + 1):

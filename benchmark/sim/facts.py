@@ -21,6 +21,17 @@ class Transformation:
 
 
 @dataclass(frozen=True)
+class Derivation:
+    """One way to create objects of a derived type: ``action`` on a ``source`` object makes
+    ``count`` of them; ``tools`` are the types one of which the agent must hold (none: empty)."""
+
+    source: str
+    action: str  # SliceObject | BreakObject
+    count: int
+    tools: frozenset[str]
+
+
+@dataclass(frozen=True)
 class ObjectFacts:
     """Facts the recorded scenes cannot provide.
 
@@ -40,6 +51,24 @@ class ObjectFacts:
 
     def accepts(self, receptacle_type: str, object_type: str) -> bool:
         return object_type in self.compatible.get(receptacle_type, ())
+
+    def derivations(self, object_type: str) -> list[Derivation]:
+        """The ways to create ``object_type`` (empty for a type recorded scenes hold)."""
+        out = [
+            Derivation(source, "SliceObject", change.count, self.slicing_tools)
+            for source, change in self.slicing.items()
+            if change.into == object_type
+        ]
+        out += [
+            Derivation(source, "BreakObject", change.count, frozenset())
+            for source, change in self.breaking.items()
+            if change.into == object_type
+        ]
+        return out
+
+    def is_derived(self, object_type: str) -> bool:
+        """Whether objects of this type exist only after an action (slicing, breaking)."""
+        return bool(self.derivations(object_type))
 
 
 def _read_yaml(path: Path) -> dict:
