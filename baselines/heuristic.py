@@ -3,7 +3,10 @@
 Each agent sees only its own observations and the messages it receives. It reads the task's
 goal clauses (public task information), remembers what it has seen, and:
 
-* works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone;
+* works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone:
+  fetches them to their receptacle, switches them, or slices them with a knife it fetches first;
+  a goal on objects that only slicing makes (``inside(TomatoSliced, Plate)``) starts by slicing
+  their source;
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
 * otherwise opens closed containers it has not searched, closes them again once nothing wanted
@@ -25,6 +28,7 @@ from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.goals import HOME, Clause, parse_clause
 from benchmark.sim.catalog import type_of_id as _type
+from benchmark.sim.facts import object_facts
 
 SURFACES = (
     "CounterTop",
@@ -67,6 +71,14 @@ class HeuristicAgent:
         self.last_action = ""  # its last action, without the message
         self.futile: set[tuple[str, str]] = set()  # (action, what it held) that cannot work
         self.avoid: set[str] = set()  # objects such an action was about
+        facts = object_facts()
+        self.tools = facts.slicing_tools
+        self.makes: dict[str, str] = {  # source type -> the derived type a goal wants
+            way.source: _type(c.subject)
+            for c in goal
+            for way in facts.derivations(_type(c.subject))
+            if way.action == "SliceObject"
+        }
 
     # ------------------------------------------------------------------ perception
     def observe(self, obs: dict[str, Any]) -> None:
@@ -77,12 +89,15 @@ class HeuristicAgent:
         for entry in obs["visible"]:
             oid = entry["objectId"]
             self.seen[oid] = dict(entry)
-            if (self._wanted(oid) or self._destination(oid)) and oid not in self.reported:
+            useful = self._wanted(oid) or self._destination(oid) or self._ingredient(oid)
+            if useful and oid not in self.reported:
                 self.reported.add(oid)
                 where = f" in {entry['in']}" if entry["in"] else ""
                 self.outbox.append(f"found {oid}{where}")
         if not obs["last_success"]:
             self._failed(obs)
+        elif self.last_action.startswith("slice ") and self.last_action[6:] in self.seen:
+            self.seen[self.last_action[6:]]["state"] = "sliced"
         for msg in obs["messages"]:
             m = _MESSAGE.match(msg["text"])
             if m is None:
@@ -121,6 +136,11 @@ class HeuristicAgent:
     def _wanted(self, oid: str) -> bool:
         return any(self._clause_for(c, oid) for c in self.goal)
 
+    def _ingredient(self, oid: str) -> bool:
+        """Whether ``oid`` is a source of pieces a goal wants, or a knife a goal needs."""
+        slicing = bool(self.makes) or any(c.predicate == "isSliced" for c in self.goal)
+        return _type(oid) in self.makes or (slicing and _type(oid) in self.tools)
+
     def _destination(self, oid: str) -> bool:
         """Whether ``oid`` is where a goal wants things put (worth telling the others about)."""
         return any(
@@ -149,19 +169,33 @@ class HeuristicAgent:
             return "sliced" in entry.get("state", "")
         return False
 
-    def _todo(self, holding: str) -> list[tuple[Clause, str]]:
+    def _free(self, oid: str, holding: str) -> bool:
+        """Whether it may work on ``oid``: not given up, not claimed by another, not in hand."""
+        if oid in self.avoid or self.seen[oid].get("in", "") in self.avoid:
+            return False
+        return self.claims.get(oid, self.name) == self.name and oid != holding
+
+    def _todo(self, holding: str) -> list[tuple[Clause, str, str]]:
+        """(clause, object, verb) it could work on; verb is take, toggle or slice. Without a
+        known piece to take, a goal on pieces (TomatoSliced) slices a known source."""
         out = []
         for c in self.goal:
             if c.target == HOME:
                 continue
-            for oid in self.seen:
-                if not self._clause_for(c, oid) or self._satisfied(c, oid):
-                    continue
-                if oid in self.avoid or self.seen[oid].get("in", "") in self.avoid:
-                    continue
-                if self.claims.get(oid, self.name) != self.name or oid == holding:
-                    continue
-                out.append((c, oid))
+            verb = {"isSliced": "slice", "isToggled": "toggle"}.get(c.predicate, "take")
+            pieces = [
+                oid for oid in self.seen if self._clause_for(c, oid) and not self._satisfied(c, oid)
+            ]
+            out += [(c, oid, verb) for oid in pieces if self._free(oid, holding)]
+            if pieces or _type(c.subject) not in self.makes.values():
+                continue
+            out += [
+                (c, oid, "slice")
+                for oid, entry in self.seen.items()
+                if self.makes.get(_type(oid)) == _type(c.subject)
+                and "sliced" not in entry.get("state", "")
+                and self._free(oid, holding)
+            ]
         return out
 
     # ------------------------------------------------------------------ acting
@@ -194,15 +228,19 @@ class HeuristicAgent:
         tidy = self._tidy(visible)
         if tidy is not None:
             return tidy
-        if holding:
+        todo = sorted(self._todo(holding), key=lambda t: (t[1] not in visible, t[1]))
+        knife = _type(holding) in self.tools
+        if holding and not (knife and any(verb == "slice" for _, _, verb in todo)):
             return self._deliver(holding, visible)
-        for c, oid in sorted(self._todo(holding), key=lambda t: (t[1] not in visible, t[1])):
+        for c, oid, verb in todo:
+            if holding and verb != "slice":  # a knife in hand is for slicing
+                continue
             if self.mine != oid:
                 self.mine = oid
                 self.claims[oid] = self.name
                 self.claimed_at[oid] = self.tick
                 self.outbox.appendleft(f"claim {oid}")
-            return self._work_on(c, oid, visible)
+            return self._work_on(c, oid, verb, visible, knife)
         self.mine = None
         return self._search(visible)
 
@@ -214,24 +252,43 @@ class HeuristicAgent:
                 if entry is not None:
                     self.to_close.discard(container)
                 continue
-            if any(e["in"] == container and self._wanted(o) for o, e in visible.items()):
+            inside = [o for o, e in visible.items() if e["in"] == container]
+            if any(self._wanted(o) or self._destination(o) for o in inside):
                 continue
             self.to_close.discard(container)
             return f"close {container}"
         return None
 
-    def _work_on(self, c: Clause, oid: str, visible: dict[str, dict[str, Any]]) -> str:
-        entry = self.seen[oid]
-        container = entry.get("in", "")
+    def _work_on(
+        self, c: Clause, oid: str, verb: str, visible: dict[str, dict[str, Any]], knife: bool
+    ) -> str:
+        if verb == "slice" and not knife:
+            return self._fetch_tool(visible)
+        step = self._reach(oid, visible)
+        if step is not None:
+            return step
+        if verb == "toggle":
+            return f"{'toggle_on' if c.value else 'toggle_off'} {oid}"
+        return f"slice {oid}" if verb == "slice" else f"pickup {oid}"
+
+    def _reach(self, oid: str, visible: dict[str, dict[str, Any]]) -> str | None:
+        """A step towards having ``oid`` in view (opening what it is in), or None."""
+        container = self.seen[oid].get("in", "")
         if container and "closed" in self.seen.get(container, {}).get("state", ""):
             return f"open {container}" if container in visible else f"navigate {container}"
-        if oid not in visible:
-            return f"navigate {oid}"
-        if c.predicate == "isToggled":
-            return f"{'toggle_on' if c.value else 'toggle_off'} {oid}"
-        if c.predicate == "isSliced":
-            return "explore"
-        return f"pickup {oid}"
+        return None if oid in visible else f"navigate {oid}"
+
+    def _fetch_tool(self, visible: dict[str, dict[str, Any]]) -> str:
+        """A step towards holding a knife: the nearest one it knows of, else search."""
+        tools = [
+            oid
+            for oid, entry in self.seen.items()
+            if entry["objectType"] in self.tools and self._free(oid, "")
+        ]
+        if not tools:
+            return self._search(visible)
+        tool = min(tools, key=lambda o: (o not in visible, o))
+        return self._reach(tool, visible) or f"pickup {tool}"
 
     def _deliver(self, holding: str, visible: dict[str, dict[str, Any]]) -> str:
         clause = next(
@@ -244,12 +301,13 @@ class HeuristicAgent:
                 if (oid == clause.target or _type(oid) == clause.target) and oid not in self.avoid
             ]
             for oid in sorted(targets, key=lambda o: o not in visible):
+                step = self._reach(oid, visible)  # a plate in a closed cabinet: open it first
+                if step is not None:
+                    return step
                 if "closed" in self.seen[oid].get("state", ""):
-                    return f"open {oid}" if oid in visible else f"navigate {oid}"
-                if oid in visible:
-                    self.outbox.append(f"done {holding}")
-                    return f"put {oid}"
-                return f"navigate {oid}"
+                    return f"open {oid}"
+                self.outbox.append(f"done {holding}")
+                return f"put {oid}"
             return "explore"
         surfaces = [oid for oid, o in visible.items() if o["objectType"] in SURFACES]
         return f"put {surfaces[0]}" if surfaces else "explore"

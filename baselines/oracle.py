@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmark.agents import Team
 from benchmark.env.views import PrivilegedView, TaskInfo
-from benchmark.goals import Atom, holds_for
+from benchmark.goals import Atom, holds_for, matches
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World
 
@@ -250,14 +250,14 @@ class OracleTeam(Team):
         if (
             mine >= 0
             and world.objs[mine].active
-            and world.specs[mine].object_type == atom.subject
+            and matches(world, mine, atom.subject)
             and not holds_for(world, atom.predicate, mine, atom.target)
         ):
             return mine
         taken = {v for a, v in self.claimed.items() if a != k}
         for s in world.specs:
             if (
-                s.object_type == atom.subject
+                matches(world, s.index, atom.subject)
                 and world.objs[s.index].active
                 and s.index not in taken
                 and world.carrier(s.index) in (-1, k)
@@ -332,38 +332,127 @@ class OracleTeam(Team):
         if not options:
             return -1
         return min(
-            options, key=lambda r: abs(self._cell(r)[0] - near[0]) + abs(self._cell(r)[1] - near[1])
+            options,
+            key=lambda r: (
+                world.enclosed(r),  # rather one in the open than one in a closed cabinet
+                abs(self._cell(r)[0] - near[0]) + abs(self._cell(r)[1] - near[1]),
+            ),
         )
 
     def _deliver(self, k: int, receptacle: int) -> str:
+        """A step towards putting what agent ``k`` holds into ``receptacle``: reach it (open
+        what encloses it, a plate in a closed cabinet), open it, put."""
         world = self.world
-        oid = world.specs[receptacle].object_id
-        if world.specs[receptacle].openable and not world.objs[receptacle].is_open:
-            return f"open {oid}" if world.visible(k, receptacle) else f"navigate {oid}"
-        return f"put {oid}" if world.visible(k, receptacle) else f"navigate {oid}"
-
-    def _transport(self, k: int, atom: Atom, i: int, deciding: list[int]) -> str | None:
-        world = self.world
-        subject = world.index_of[atom.subject]
-        carrier = world.carrier(subject)
-        if carrier == k:
-            a = world.agents[k]
-            target = self._target_receptacle(atom, (a.i, a.j))
-            return self._deliver(k, target) if target >= 0 else None
-        team = self.assigned.get(i, [k])
-        if carrier >= 0:  # a lift partner (or someone in the way) holds it: let them finish
-            return "wait"
-        step = self._free_hands(k) or self._reach(k, subject)
+        step = self._reach(k, receptacle)
         if step is not None:
             return step
-        if subject not in self.heavy:
-            return f"pickup {atom.subject}"
-        partners = [j for j in team if j != k]
+        oid = world.specs[receptacle].object_id
+        if world.specs[receptacle].openable and not world.objs[receptacle].is_open:
+            return f"open {oid}"
+        return f"put {oid}"
+
+    def _transport(self, k: int, atom: Atom, i: int, deciding: list[int]) -> str | None:
+        """A step towards getting the atom's object into its receptacle: directly, or inside a
+        container the receptacle accepts when it never accepts the object itself (a statue in a
+        box on a sofa). An object that does not exist yet (a tomato slice) is made first."""
+        world = self.world
+        subject = self._subject(k, atom)
+        if subject < 0:
+            return self._derive(k, atom.subject) if atom.at_least else None
+        a = world.agents[k]
+        target = self._target_receptacle(atom, (a.i, a.j))
+        if target < 0:
+            return None
+        kind = world.specs[subject].object_type
+        if world.facts.accepts(world.specs[target].object_type, kind):
+            return self._carry(k, subject, target, i, deciding)
+        vessel = self._vessel(subject, target)
+        if vessel < 0:
+            return None
+        if vessel in world.ancestors(subject):
+            return self._carry(k, vessel, target, i, deciding)
+        if world.carrier(vessel) not in (-1, k):  # someone carries the only container: wait
+            return "wait"
+        return self._carry(k, subject, vessel, i, deciding)
+
+    def _vessel(self, index: int, target: int) -> int:
+        """A pickupable container that accepts ``index`` and that ``target`` accepts: the one
+        already holding it, else the nearest, preferring one nobody carries (-1 if none)."""
+        world = self.world
+        kind, there = world.specs[index].object_type, world.specs[target].object_type
+
+        def fits(v: int) -> bool:
+            spec = world.specs[v]
+            return (
+                spec.pickupable
+                and spec.receptacle
+                and world.objs[v].active
+                and v not in self.heavy
+                and world.facts.accepts(spec.object_type, kind)
+                and world.facts.accepts(there, spec.object_type)
+            )
+
+        holding = next((p for p in world.ancestors(index) if fits(p)), -1)
+        if holding >= 0:
+            return holding
+        options = [s.index for s in world.specs if fits(s.index)]
+        if not options:
+            return -1
+        x, z = self._cell(index)
+        return min(
+            options,
+            key=lambda v: (
+                world.carrier(v) >= 0,  # rather one nobody is carrying
+                abs(self._cell(v)[0] - x) + abs(self._cell(v)[1] - z),
+                v,
+            ),
+        )
+
+    def _carry(self, k: int, index: int, receptacle: int, i: int, deciding: list[int]) -> str:
+        """A step towards agent ``k`` putting ``index`` into ``receptacle`` (for atom ``i``;
+        a heavy object is lifted with the atom's other agent)."""
+        world = self.world
+        oid = world.specs[index].object_id
+        carrier = world.carrier(index)
+        if carrier == k:
+            return self._deliver(k, receptacle)
+        if carrier >= 0:  # a lift partner (or someone in the way) holds it: let them finish
+            return "wait"
+        step = self._free_hands(k) or self._reach(k, index)
+        if step is not None:
+            return step
+        if index not in self.heavy:
+            return f"pickup {oid}"
+        partners = [j for j in self.assigned.get(i, [k]) if j != k]
         if not partners:
             return "wait"
         j = partners[0]
-        partner_ready = j in deciding and world.visible(j, subject) and world.agents[j].held < 0
-        return f"lift {atom.subject}" if partner_ready else "wait"
+        partner_ready = j in deciding and world.visible(j, index) and world.agents[j].held < 0
+        return f"lift {oid}" if partner_ready else "wait"
+
+    def _derive(self, k: int, kind: str) -> str | None:
+        """A step towards making an object of ``kind`` that only an action creates (slicing
+        the nearest source), or None when nothing can make one."""
+        world = self.world
+        a = world.agents[k]
+        for way in world.facts.derivations(kind):
+            if way.action != "SliceObject":  # breaking is no skill: only slicing makes pieces
+                continue
+            sources = [
+                s.index
+                for s in world.specs
+                if s.object_type == way.source
+                and world.objs[s.index].active
+                and not world.objs[s.index].is_sliced
+                and world.carrier(s.index) in (-1, k)
+            ]
+            if sources:
+                source = min(
+                    sources,
+                    key=lambda t: abs(self._cell(t)[0] - a.i) + abs(self._cell(t)[1] - a.j),
+                )
+                return self._slice(k, source)
+        return None
 
     def _tool(self, k: int) -> int:
         world = self.world
@@ -398,18 +487,7 @@ class OracleTeam(Team):
         world = self.world
         index = self._subject(k, atom)
         if index < 0:
-            source = next(
-                (
-                    s.index
-                    for s in world.specs
-                    if s.sliceable
-                    and world.objs[s.index].active
-                    and f"{s.object_type}Sliced" == atom.subject
-                    and not world.objs[s.index].is_sliced
-                ),
-                -1,
-            )
-            return None if source < 0 else self._slice(k, source)
+            return self._derive(k, atom.subject)
         a = world.agents[k]
         heater_type = HEAT_FOR.get(atom.subject, "Microwave")
         heater = self._target_receptacle(Atom("inside", "", heater_type, True), (a.i, a.j))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from benchmark.env.options import EnvOptions
-from benchmark.goals import Atom, Clause
+from benchmark.goals import Atom
 from benchmark.sim.world import World, snapshot
 from benchmark.tasks import TaskSpec
 
@@ -73,7 +73,7 @@ class TaskInfo:
     Attributes:
         task, family: the task id and its family.
         instruction: the instruction at the episode's ambiguity level.
-        goal: the task's goal clauses as text (``all: inside(Apple, Fridge)=true``).
+        goal: the task's goal clauses as text (``all: inside(Apple, Fridge)``).
         agents: the agent names, ``agent_0`` ... ``agent_{n-1}``.
         cannot: agent name -> the skills its capability profile forbids (sorted).
         max_ticks, max_decisions: the episode's limits (decisions per agent).
@@ -111,7 +111,7 @@ def task_info(
         task=task.id,
         family=task.family,
         instruction=instruction,
-        goal=tuple(clause_text(c) for c in task.goal),
+        goal=tuple(c.text for c in task.goal),
         agents=tuple(agents),
         cannot={a: tuple(sorted(task.capability(k).cannot)) for k, a in enumerate(agents)},
         max_ticks=task.max_ticks,
@@ -121,10 +121,3 @@ def task_info(
         comm=options.comm,
         privileged=privileged,
     )
-
-
-def clause_text(c: Clause) -> str:
-    """A goal clause as text, e.g. ``all: inside(Apple, Fridge)=true``."""
-    args = c.subject if c.target is None else f"{c.subject}, {c.target}"
-    quantifier = f"count>={c.count}" if c.quantifier == "count" else c.quantifier
-    return f"{quantifier}: {c.predicate}({args})={str(c.value).lower()}"

@@ -72,8 +72,10 @@ def build_skill(call: Call, ctx: SkillContext) -> Skill:
         return Explore("explore", visited=ctx.visited)
     world = ctx.world
     index = world.index_of.get(target or "", -1)
-    if index < 0 or not world.objs[index].active:
+    if index < 0:
         return Skill(name, target).reject(Failure.UNKNOWN_OBJECT, f"there is no object {target!r}")
+    if not world.objs[index].active:
+        return Skill(name, target).reject(Failure.GONE, f"{target} is no longer in the scene")
     if ctx.known is not None and target not in ctx.known:
         return Skill(name, target).reject(
             SkillFailure.NOT_KNOWN, f"you do not know where {target} is yet"
