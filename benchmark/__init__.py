@@ -6,7 +6,9 @@
 
 from typing import Any
 
-__version__ = "0.1.0"
+from benchmark.version import __version__
+
+__all__ = ["__version__", "make_env", "replay"]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,13 +18,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from benchmark import __version__
 from benchmark.env.messaging import Message
 from benchmark.episode import Episode
 from benchmark.formats import TRACE_FORMAT
 from benchmark.goals import Atom
 from benchmark.sim.scene_build import SCENE_FORMAT
 from benchmark.tasks import task_source
+from benchmark.version import __version__
 
 
 def atom_record(atom: Atom) -> dict[str, Any]:

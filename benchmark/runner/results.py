@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmark import __version__
 from benchmark.paths import REPO_ROOT
+from benchmark.version import __version__
 
 PACKAGES = ("numpy", "hydra-core", "omegaconf", "pettingzoo", "gymnasium", "ray", "torch")
 
