@@ -18,20 +18,12 @@ from typing import Any, ClassVar
 
 from pettingzoo import ParallelEnv
 
-from benchmark.env import observation
-from benchmark.env.grammar import Say
+from benchmark.env import observation, skills
 from benchmark.env.messaging import OBJECT_ID, Message, Postbox
 from benchmark.env.observation import LastAction
 from benchmark.env.options import EnvOptions
 from benchmark.env.rewards import tick_rewards
-from benchmark.env.skills import (
-    SightPoses,
-    Skill,
-    SkillContext,
-    build_skill,
-    parse_decision,
-    tick_actions,
-)
+from benchmark.env.skills import Skill
 from benchmark.env.trace import TraceRecorder
 from benchmark.env.traffic import joint_lifts, right_of_way, step_aside
 from benchmark.env.views import PrivilegedView, TaskInfo, task_info
@@ -111,7 +103,16 @@ class CollabEnv(ParallelEnv):
         named = set(OBJECT_ID.findall(self.instruction))
         self.known: list[set[str]] = [set(named) for _ in range(self.n_agents)]
         self.satisfied = [holds(self.world, a) for a in ep.checklist]
-        self.contexts = self._contexts()
+        caps = [self.task.capability(k) for k in range(self.n_agents)]
+        self.contexts = skills.agent_contexts(
+            self.world,
+            self.possible_agents,
+            o.action_level,
+            [(c.name, c.cannot) for c in caps],
+            None if o.observability == "full" else self.known,
+            ep.heavy,
+            self.visited,
+        )
         self._learn_visible()
         self.recorder = TraceRecorder(ep, asdict(o), self.instruction, self.satisfied)
         return self._observations(self._deliver()), self._infos()
@@ -184,57 +185,30 @@ class CollabEnv(ParallelEnv):
         """Send agent k's message, then start its skill (or a rejected one saying why not)."""
         self.decisions[k] += 1
         name = self.possible_agents[k]
-        call, skill = parse_decision(
+        call, skill = skills.parse_decision(
             text, self.options.action_level, lambda to: self.postbox.recipient_problem(name, to)
         )
-        delay = 0
+        delay, o = 0, self.options
         if call is not None:
-            delay = self._send(name, call.say) if call.say is not None else 0
-            skill = build_skill(call, self.contexts[k])
+            if call.say is not None:  # talking first: the message is posted now
+                self.postbox.send(self.tick, name, call.say.to, call.say.text, o.token_cap, o.comm)
+                delay = o.message_cost if o.comm else 0
+            skill = skills.build_skill(call, self.contexts[k])
         assert skill is not None
         if skill.name == "done" and not skill.rejected:
             self.finished[k] = True
         skill.delay = delay
         self.skills[k] = skill
         shown = text if isinstance(text, str) else repr(text)
-        self.last[k] = (
-            LastAction.of(shown, skill, self.possible_agents)
-            if skill.rejected
-            else LastAction(shown, feedback="")
-        )
+        self.last[k] = LastAction.of(shown, skill, self.possible_agents)
         skill.record = self.recorder.skill(
             self.tick, name, skill.name, skill.target, accepted=not skill.rejected
         )
 
-    def _send(self, sender: str, say: Say) -> int:
-        """Post the message; returns the ticks it costs its sender."""
-        o = self.options
-        self.postbox.send(self.tick, sender, say.to, say.text, o.token_cap, o.comm)
-        return o.message_cost if o.comm else 0
-
-    def _contexts(self) -> list[SkillContext]:
-        """Per agent, what starting a skill needs to know (live sets, built once an episode)."""
-        poses, o = SightPoses(self.world), self.options
-        return [
-            SkillContext(
-                world=self.world,
-                agent=k,
-                name=name,
-                level=o.action_level,
-                profile=self.task.capability(k).name,
-                cannot=self.task.capability(k).cannot,
-                known=None if o.observability == "full" else self.known[k],
-                heavy=self.episode.heavy,
-                visited=self.visited[k],
-                sight_poses=poses,
-            )
-            for k, name in enumerate(self.possible_agents)
-        ]
-
     def _tick(self, on_tick: TickHook | None) -> list[float]:
         """Run one tick for every agent; returns this tick's reward per agent."""
         world, checklist = self.world, self.episode.checklist
-        primitives, lifters = tick_actions(world, self.skills, self.finished)
+        primitives, lifters = skills.tick_actions(world, self.skills, self.finished)
         lift_failures = joint_lifts(world, self.episode.heavy, lifters, primitives)
         step_aside(world, self.skills, self.finished, primitives)
         right_of_way(primitives)
@@ -294,28 +268,17 @@ class CollabEnv(ParallelEnv):
                 self.known[k].update(OBJECT_ID.findall(m.text))
         return inboxes
 
+    def _deciding(self) -> list[bool]:
+        return [self._needs_decision(k) for k in range(self.n_agents)]
+
     def _observations(self, inboxes: dict[str, list[Message]]) -> dict[str, dict]:
-        deciding = [self._needs_decision(k) for k in range(self.n_agents)]
+        agents, deciding = self.possible_agents, self._deciding()
         return observation.build_all(
-            self.world,
-            self.possible_agents,
-            self.instruction,
-            self.tick,
-            deciding,
-            inboxes,
-            self.last,
+            self.world, agents, self.instruction, self.tick, deciding, inboxes, self.last
         )
 
     def _infos(self) -> dict[str, dict]:
-        return {
-            name: {
-                "needs_decision": self._needs_decision(k),
-                "tick": self.tick,
-                "satisfied": sum(self.satisfied),
-                "atoms": len(self.satisfied),
-            }
-            for k, name in enumerate(self.possible_agents)
-        }
+        return observation.infos(self.possible_agents, self._deciding(), self.tick, self.satisfied)
 
     def task_info(self) -> TaskInfo:
         """What teams get at reset; under full observability it holds the privileged view."""

@@ -41,7 +41,10 @@ class LastAction:
 
     @classmethod
     def of(cls, text: str, skill: Skill, agents: list[str]) -> LastAction:
-        """The outcome of ``skill``, started by the action ``text``."""
+        """The outcome of ``skill``, started by the action ``text`` (no feedback yet while it
+        runs)."""
+        if not skill.finished and not skill.rejected:
+            return cls(text, feedback="")
         other = skill.other_agent
         return cls(
             text,
@@ -221,5 +224,18 @@ def build_all(
             inboxes[name],
             last[k],
         )
+        for k, name in enumerate(agents)
+    }
+
+
+def infos(agents: list[str], deciding: list[bool], tick: int, satisfied: list[bool]) -> dict:
+    """Every agent's info: whether it must decide, the tick, and the checklist's progress."""
+    return {
+        name: {
+            "needs_decision": deciding[k],
+            "tick": tick,
+            "satisfied": sum(satisfied),
+            "atoms": len(satisfied),
+        }
         for k, name in enumerate(agents)
     }

@@ -13,6 +13,7 @@ from benchmark.env.skills.base import (
 from benchmark.env.skills.build import (
     SightPoses,
     SkillContext,
+    agent_contexts,
     build_skill,
     parse_decision,
     tick_actions,
@@ -26,6 +27,7 @@ __all__ = [
     "Skill",
     "SkillContext",
     "SkillFailure",
+    "agent_contexts",
     "build_skill",
     "is_permanent",
     "parse_decision",

@@ -42,6 +42,35 @@ class SkillContext:
     sight_poses: Callable[[int], list[Pose]]
 
 
+def agent_contexts(
+    world: World,
+    agents: list[str],
+    level: str,
+    capabilities: list[tuple[str, frozenset[str]]],
+    known: list[set[str]] | None,
+    heavy: frozenset[int],
+    visited: list[set[tuple[int, int]]],
+) -> list[SkillContext]:
+    """One context per agent for an episode; ``capabilities`` are (profile, forbidden skills)
+    per agent, ``known`` None under full observability. The sets stay live."""
+    poses = SightPoses(world)
+    return [
+        SkillContext(
+            world=world,
+            agent=k,
+            name=name,
+            level=level,
+            profile=capabilities[k][0],
+            cannot=capabilities[k][1],
+            known=None if known is None else known[k],
+            heavy=heavy,
+            visited=visited[k],
+            sight_poses=poses,
+        )
+        for k, name in enumerate(agents)
+    ]
+
+
 class SightPoses:
     """Object index -> the poses that see it where it is now (cached per object position)."""
 
