@@ -9,10 +9,12 @@ from baselines.rl import algos
 from baselines.rl.agent_view import AgentView
 from baselines.rl.rollout import Decision, EpisodeResult, EpisodeSpec
 from baselines.rl.samples import collate, episode_samples, per_unit
+from benchmark.skill_names import SKILLS
 
 APPLE = "Apple|-00.47|+01.15|+00.48"
 CAB1 = "Cabinet|-01.00|+00.40|+02.00"
 CAB2 = "Cabinet|+01.00|+00.40|+02.00"
+TASK = "transport_apple_fridge_v0"
 FRIDGE = "Fridge|-02.10|+00.00|+01.00"
 
 
@@ -157,3 +159,22 @@ def test_teacher_actions_in_real_episodes_survive_the_round_trip_through_names()
                 assert views[a].to_action(reply) == action
             obs, *_ = env.step(actions)
     assert expressed > 50 and skipped <= 0.1 * expressed
+
+
+@pytest.mark.parametrize("teacher", ["heuristic", "oracle"])
+def test_the_demonstrator_records_the_teacher_without_changing_its_episode(teacher: str) -> None:
+    from baselines.rl.sft import Demonstrator
+    from benchmark.agents import make_team
+    from benchmark.env.collab_env import CollabEnv, EnvOptions
+    from benchmark.rollout import run_episode
+
+    options = EnvOptions(split="train", observability="full" if teacher == "oracle" else "partial")
+    plain = run_episode(CollabEnv(TASK, n_agents=2, options=options), make_team(teacher), seed=4)
+    team = Demonstrator(make_team(teacher))
+    traced = run_episode(CollabEnv(TASK, n_agents=2, options=options), team, seed=4)
+    assert traced["trace_hash"] == plain["trace_hash"]
+    decided = sum(len(step["actions"]) for step in plain["decisions"])
+    assert len(team.pairs) + team.skipped == decided and len(team.pairs) > team.skipped
+    for agent, prompt, reply in team.pairs:
+        assert prompt.startswith(f"{agent} of 2. Task:") and prompt.endswith("Action:")
+        assert reply.split()[0] in SKILLS

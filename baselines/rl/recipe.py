@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from baselines.rl.evaluate import evaluate_policy
+from baselines.rl.evaluate import evaluate_policy, format_row, training_config
 from baselines.rl.report import write_report
 
 
@@ -77,17 +77,19 @@ def main(argv: list[str] | None = None) -> int:
     write_report(runs, out)
     print((out / "report.md").read_text())
     # Outside the training budget: the start and every trained policy on the same, larger
-    # held-out set, with exact intervals.
+    # held-out set (the first run's eval settings) through the runner, with exact intervals.
     if args.final_episodes < 1:
         return 0
-    final = [evaluate_policy(args.name, args.final_episodes)]
-    final += [evaluate_policy(str(r / "final_model"), args.final_episodes) for r in runs]
+    options = {
+        "episodes": args.final_episodes,
+        "train": training_config(runs[0] / "config.yaml" if runs else None),
+    }
+    final = evaluate_policy(args.name, out / "final_eval" / args.name, **options)
+    for run in runs:
+        final += evaluate_policy(str(run / "final_model"), out / "final_eval" / run.name, **options)
     (out / "final_eval.json").write_text(json.dumps(final, indent=1))
     for row in final:
-        print(
-            f"{row['policy']}: SR {row['eval/task/SR']:.3f} "
-            f"[{row['SR_lo']:.3f}, {row['SR_hi']:.3f}] on {row['episodes']} held-out episodes"
-        )
+        print(format_row(row))
     print(f"curves: {out / 'curves.png'}")
     return 0
 

@@ -1,36 +1,35 @@
 """Multi-agent episodes played by a policy, recorded as token-level decisions.
 
-Every agent of the team is the policy (agent identity is in its prompt). Each decision keeps the
-prompt ids, the generated ids and their rollout logprobs exactly as the generator produced them,
-and the reward the agent received until its next decision. Workers run on Ray actors (one CPU
-each) or in the trainer's process; every episode's sampling is seeded from its spec, so the
-result does not depend on which worker plays it.
+An episode is :func:`benchmark.rollout.run_episode` with a
+:class:`~baselines.rl.policy_team.PolicyTeam` on the worker's generators: the same team and
+the same loop as an evaluation through ``python -m benchmark.run baseline=policy``. Every agent
+of the team is the policy (agent identity is in its prompt). Each decision keeps the prompt ids,
+the generated ids and their rollout logprobs exactly as the generator produced them, and the
+reward the agent received until its next decision. Workers run on Ray actors (one CPU each) or
+in the trainer's process; every episode's sampling is seeded from its spec, so the result does
+not depend on which worker plays it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from baselines.rl.agent_view import AgentView
+from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
-from benchmark.llm.base import Sampling
 from benchmark.metrics import episode_metrics
+from benchmark.rollout import run_episode
 
-
-class Generator(Protocol):
-    """Token-level generation (the torch :class:`~baselines.rl.policy.Policy` or vLLM)."""
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: list[int]) -> str: ...
-
-    def generate(
-        self, prompts: list[list[int]], sampling: Sampling
-    ) -> list[tuple[list[int], list[float]]]: ...
-
-    def load_weights(self, weights: dict[str, Any]) -> None: ...
+__all__ = [
+    "Decision",
+    "EpisodeResult",
+    "EpisodeSpec",
+    "Generator",
+    "RolloutOptions",
+    "RolloutWorker",
+    "play_episode",
+]
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,8 @@ class RolloutOptions:
     ambiguity: str = "types"
 
     def __post_init__(self) -> None:
-        if self.mode not in ("per_step", "concat"):
-            raise ValueError(f"mode={self.mode!r} must be per_step or concat")
+        if self.mode not in MODES:
+            raise ValueError(f"mode={self.mode!r} must be one of {list(MODES)}")
 
     def env_options(self, split: str) -> EnvOptions:
         return EnvOptions(
@@ -74,21 +73,17 @@ class RolloutOptions:
             split=split,
         )
 
-
-@dataclass
-class Decision:
-    """One agent decision. In ``concat`` mode ``prompt_ids`` is the whole agent sequence so
-    far (earlier turns included) and ``segment`` numbers the agent's sequences."""
-
-    agent: str
-    turn: int
-    prompt_ids: list[int]
-    gen_ids: list[int]
-    logprobs: list[float]
-    reply: str
-    action: str
-    reward: float = 0.0
-    segment: int = 0
+    def team_options(self) -> dict[str, Any]:
+        """The :class:`~baselines.rl.policy_team.PolicyTeam` arguments: view and sampling."""
+        return {
+            "history": self.history,
+            "max_objects": self.max_objects,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "mode": self.mode,
+            "max_context": self.max_context,
+        }
 
 
 @dataclass
@@ -114,63 +109,9 @@ def play_episode(
         generators = {"shared": generators}
     start = time.perf_counter()
     env = CollabEnv(spec.task, n_agents=spec.n_agents, options=options.env_options(spec.split))
-    obs, _ = env.reset(seed=spec.seed)
-    agents = list(env.possible_agents)
-    views = {
-        a: AgentView(a, agents, env.instruction, options.history, options.max_objects)
-        for a in agents
-    }
-    decisions: dict[str, list[Decision]] = {a: [] for a in agents}
-    context: dict[str, list[int]] = {a: [] for a in agents}
-    segment = dict.fromkeys(agents, 0)
-    call = 0
-    infos: dict[str, Any] = {}
-    while env.agents:
-        for a in agents:
-            views[a].update(obs[a])
-        deciding = [a for a in agents if obs[a]["needs_decision"]]
-        prompts = []
-        for a in deciding:
-            generator = generators.get(a) or generators["shared"]
-            text = views[a].prompt()
-            if options.mode == "concat" and context[a]:
-                # A later turn: a newline after the previous reply, then the new view.
-                ids = generator.encode("\n" + text)
-                if len(context[a]) + len(ids) + options.max_tokens > options.max_context:
-                    context[a], segment[a] = [], segment[a] + 1
-                    ids = generator.encode(text)
-                ids = context[a] + ids
-            else:
-                ids = generator.encode(text)
-            prompts.append(ids)
-        sampling = Sampling(
-            max_tokens=options.max_tokens,
-            temperature=options.temperature,
-            top_p=options.top_p,
-            seed=(spec.gen_seed * 1_000_003 + call) % 2**63,
-        )
-        call += 1
-        generated = {}
-        for key, generator in generators.items():
-            mine = [k for k, a in enumerate(deciding) if key in (a, "shared")]
-            if mine:
-                outs = generator.generate([prompts[k] for k in mine], sampling)
-                generated.update(zip(mine, outs, strict=True))
-        actions = {}
-        for k, (a, ids) in enumerate(zip(deciding, prompts, strict=True)):
-            gen, logp = generated[k]
-            reply = (generators.get(a) or generators["shared"]).decode(gen)
-            actions[a] = views[a].to_action(reply)
-            decisions[a].append(
-                Decision(a, len(decisions[a]), ids, gen, logp, reply, actions[a], 0.0, segment[a])
-            )
-            if options.mode == "concat":
-                context[a] = ids + gen
-        obs, rewards, _, _, infos = env.step(actions)
-        for a, r in rewards.items():
-            if decisions[a]:
-                decisions[a][-1].reward += float(r)
-    trace = next(iter(infos.values()))["trace"]
+    team = PolicyTeam(generators=generators, episode_seed=spec.gen_seed, **options.team_options())
+    trace = run_episode(env, team, seed=spec.seed)
+    decisions = team.decisions
     returns = {a: sum(d.reward for d in ds) for a, ds in decisions.items()}
     return EpisodeResult(
         spec,

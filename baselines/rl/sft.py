@@ -1,11 +1,12 @@
 """Supervised warm start: imitate a scripted team's decisions in the RL agent view.
 
-The teacher (``heuristic`` or ``oracle``) plays episodes; at each of its decisions the acting
-agent's :class:`~baselines.rl.agent_view.AgentView` renders the prompt, and the teacher's action,
-written with the view's short names, is the target reply. Decisions naming an object the agent
-does not know (the oracle reads the true state) are skipped and counted. A ``tiny`` init builds
-a byte-level BPE tokenizer on the benchmark's own text (the demonstrations and every task's
-instructions) and a small Llama from a local config.
+The teacher (``heuristic`` or ``oracle``) plays episodes through the one episode loop
+(:func:`benchmark.rollout.run_episode`) inside a :class:`Demonstrator`: at each of its decisions
+the acting agent's :class:`~baselines.rl.agent_view.AgentView` renders the prompt, and the
+teacher's action, written with the view's short names, is the target reply. Decisions naming an
+object the agent does not know (the oracle reads the true state) are skipped and counted. A
+``tiny`` init builds a byte-level BPE tokenizer on the benchmark's own text (the demonstrations
+and every task's instructions) and a small Llama from a local config.
 """
 
 from __future__ import annotations
@@ -14,20 +15,76 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from baselines.rl.agent_view import AgentView
 from baselines.rl.policy import Policy, resolve_model_dir
-from benchmark.agents import make_team
+from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
+from benchmark.env.views import TaskInfo
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.metrics import episode_metrics
+from benchmark.rollout import run_episode
 from benchmark.skill_names import SKILLS
 from benchmark.tasks import task_registry
 
+if TYPE_CHECKING:
+    from benchmark.decompose import Decomposition
+
 TEACHERS = ("heuristic", "oracle")
+
+
+class Demonstrator(Team):
+    """Plays ``teacher`` and records its decisions in the agent view: ``pairs`` holds
+    (agent, prompt, reply) in decision order; ``skipped`` counts the decisions that name an
+    object the agent does not know (the oracle reads the true state)."""
+
+    def __init__(self, teacher: Team, history: int = 2, max_objects: int = 8) -> None:
+        self.teacher = teacher
+        self.history, self.max_objects = history, max_objects
+
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        self.teacher.reset(agent_ids, task_info)
+        self.agents = list(agent_ids)
+        self.views = {
+            a: AgentView(a, self.agents, task_info.instruction, self.history, self.max_objects)
+            for a in self.agents
+        }
+        self.pairs: list[tuple[str, str, str]] = []
+        self.skipped = 0
+
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        for a in self.agents:
+            self.views[a].update(observations[a])
+        prompts = {
+            a: self.views[a].prompt() for a in self.agents if observations[a]["needs_decision"]
+        }
+        actions = self.teacher.act(observations)
+        for a, prompt in prompts.items():
+            action = actions.get(a, "")
+            reply = self.views[a].to_reply(action)
+            if reply is None:
+                self.skipped += 1
+                # The view still learns what the agent did, as far as it can name it.
+                self.views[a].pending = self.views[a].names_in(action)
+                continue
+            self.views[a].to_action(reply)
+            self.pairs.append((a, prompt, reply))
+        return actions
+
+    def rewarded(self, rewards: dict[str, float]) -> None:
+        self.teacher.rewarded(rewards)
+
+    def metrics(self) -> dict[str, float]:
+        return self.teacher.metrics()
+
+    def plan(self) -> Decomposition | None:
+        return self.teacher.plan()
+
+    def close(self) -> None:
+        self.teacher.close()
 
 
 def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
@@ -49,30 +106,17 @@ def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
             observability="full" if cfg.teacher == "oracle" else "partial",
         )
         env = CollabEnv(task, n_agents=cfg.n_agents, options=options)
-        obs, _ = env.reset(seed=seed)
-        agents = list(env.possible_agents)
-        team = make_team(cfg.teacher)
-        team.reset(agents, env.task_info())
-        views = {a: AgentView(a, agents, env.instruction, r.history, r.max_objects) for a in agents}
-        infos: dict[str, Any] = {}
-        while env.agents:
-            for a in agents:
-                views[a].update(obs[a])
-            prompts = {a: views[a].prompt() for a in agents if obs[a]["needs_decision"]}
-            actions = team.act(obs)
-            for a, prompt in prompts.items():
-                reply = views[a].to_reply(actions.get(a, ""))
-                if reply is None:
-                    skipped += 1
-                    views[a].pending = views[a].names_in(actions.get(a, ""))
-                    continue
-                views[a].to_action(reply)
-                demos.append(
-                    {"task": task, "seed": seed, "agent": a, "prompt": prompt, "reply": reply}
-                )
-            obs, _, _, _, infos = env.step(actions)
-        team.close()
-        successes.append(episode_metrics(next(iter(infos.values()))["trace"])["SR"])
+        team = Demonstrator(make_team(cfg.teacher), r.history, r.max_objects)
+        try:
+            trace = run_episode(env, team, seed=seed)
+        finally:
+            team.close()
+        demos += [
+            {"task": task, "seed": seed, "agent": a, "prompt": prompt, "reply": reply}
+            for a, prompt, reply in team.pairs
+        ]
+        skipped += team.skipped
+        successes.append(episode_metrics(trace)["SR"])
     stats = {
         "teacher_SR": sum(successes) / len(successes),
         "demonstrations": len(demos),
