@@ -18,7 +18,7 @@ from baselines.rl.agent_view import AgentView
 from baselines.rl.config import EvalConfig, RolloutConfig, SFTConfig
 from baselines.rl.evaluate import evaluate_policy, format_row, held_out_entries, training_config
 from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.policy_team import PolicyTeam, opening_seed
+from baselines.rl.policy_team import PolicyTeam, sampling_seed
 from baselines.rl.rollout import EpisodeSpec, RolloutOptions, play_episode
 from baselines.rl.samples import collate, episode_samples
 from baselines.rl.sft import run_sft
@@ -177,8 +177,9 @@ def _run_cfg(tmp_path: Path, *overrides: str):
 def test_the_policy_config_carries_the_training_defaults_and_is_registered(
     model: Path, tmp_path: Path
 ) -> None:
-    cfg = _run_cfg(tmp_path, "baseline=policy", f"baseline.kwargs.checkpoint={model}")
-    kwargs = OmegaConf.to_container(cfg.baseline.kwargs)
+    cfg = _run_cfg(tmp_path, "baseline=policy", f"baseline.checkpoint={model}")
+    kwargs = OmegaConf.to_container(cfg.baseline.kwargs, resolve=True)
+    assert kwargs["checkpoint"] == str(model) and kwargs["adapter"] is None
     rollout, evaluation = RolloutConfig(), EvalConfig()
     for name in ("history", "max_objects", "max_tokens", "top_p", "mode", "max_context"):
         assert kwargs[name] == getattr(rollout, name), name
@@ -188,8 +189,8 @@ def test_the_policy_config_carries_the_training_defaults_and_is_registered(
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["entry-points"]["collab_bench.agents"]["policy"] == TEAM
     missing = _run_cfg(tmp_path, "baseline=policy")
-    with pytest.raises(Exception, match=r"baseline\.kwargs\.checkpoint"):
-        OmegaConf.to_container(missing, resolve=True, throw_on_missing=True)
+    with pytest.raises(ValueError, match=r"baseline\.checkpoint="):
+        make_team(TEAM, **OmegaConf.to_container(missing.baseline.kwargs, resolve=True))
 
 
 def test_held_out_evaluation_runs_through_the_runner_inline_and_on_ray(
@@ -225,14 +226,14 @@ def test_held_out_evaluation_runs_through_the_runner_inline_and_on_ray(
     assert "SR" in format_row(inline) and (tmp_path / "ray" / "summary.md").is_file()
 
 
-def test_episodes_get_their_own_sampling_seed_from_their_opening() -> None:
+def test_episodes_get_their_own_sampling_seed_from_the_episode_seed() -> None:
     seeds = []
     for episode_seed in (0, 1, 0):
         env = CollabEnv(TASK, n_agents=2, options=EnvOptions(split="val"))
-        obs, _ = env.reset(seed=episode_seed)
-        seeds.append(opening_seed(0, TASK, obs))
+        env.reset(seed=episode_seed)
+        seeds.append(sampling_seed(0, env.task_info().seed))
     assert seeds[0] == seeds[2] != seeds[1]
-    assert opening_seed(1, TASK, obs) != seeds[0]
+    assert sampling_seed(1, 0) != seeds[0]
     assert held_out_entries(training_config(), 2)[0]["seeds"] == [1_000_000, 1_000_001]
 
 
@@ -279,8 +280,10 @@ def test_bad_policy_team_arguments_are_rejected_with_the_field_named(
         PolicyTeam(str(model), mode="tree")
     with pytest.raises(ValueError, match="temperature"):
         PolicyTeam(str(model), temperature=-1.0)
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="needs a checkpoint"):
         PolicyTeam()
+    with pytest.raises(ValueError, match="not both"):
+        PolicyTeam(str(model), generators={"shared": Policy(model, threads=1)})
     with pytest.raises(ValueError, match="no-such-policy"):
         PolicyTeam("no-such-policy")
     with pytest.raises(ValueError, match=r"adapter_config\.json"):

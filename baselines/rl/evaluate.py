@@ -89,10 +89,10 @@ def run_config(
         )
     r = train.rollout
     cfg.baseline.name = team
+    cfg.baseline.checkpoint = checkpoint
+    cfg.llm.adapter = adapter
     cfg.baseline.kwargs.merge_with(
         {
-            "checkpoint": checkpoint,
-            "adapter": adapter,
             "history": r.history,
             "max_objects": r.max_objects,
             "max_tokens": r.max_tokens,

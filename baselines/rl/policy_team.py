@@ -1,9 +1,9 @@
 """The ``policy`` team: a trained LLM policy plays every agent through its agent view.
 
-    python -m benchmark.run baseline=policy baseline.kwargs.checkpoint=sft-tiny
-    python -m benchmark.run baseline=policy baseline.kwargs.checkpoint=RUN/final_model
-    python -m benchmark.run baseline=policy baseline.kwargs.checkpoint=smollm2 \\
-        baseline.kwargs.adapter=path/to/lora_adapter
+    python -m benchmark.run baseline=policy baseline.checkpoint=sft-tiny
+    python -m benchmark.run baseline=policy baseline.checkpoint=RUN/final_model
+    python -m benchmark.run baseline=policy baseline.checkpoint=smollm2 \\
+        llm.adapter=path/to/lora_adapter
 
 Each agent reads the :class:`~baselines.rl.agent_view.AgentView` prompt the policy was trained
 with, and its reply is mapped back to an action. The deciding agents of a step are completed in
@@ -13,17 +13,15 @@ the agent's next decision): training rollouts (:func:`baselines.rl.rollout.play_
 it, the runner reads only the token counts (:meth:`PolicyTeam.metrics`).
 
 Sampling is seeded per episode and per step: the k-th step of an episode (counting from 0)
-samples with seed ``episode_seed * 1_000_003 + k``. Training rollouts give the episode seed.
-The runner does not tell teams the episode seed, so there it is derived from ``seed`` and the
-episode's opening (the task and every agent's first observation): the same episode samples the
-same way in any process, on any worker.
+samples with seed ``episode_seed * 1_000_003 + k``. Training rollouts give the episode seed;
+elsewhere it comes from the team's ``seed`` and the episode's own (``TaskInfo.seed``), so the
+same episode samples the same way in any process, on any worker.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,11 +118,9 @@ def shared_policy(
     return _cached_policy(str(model_dir), adapter, device, threads, files)
 
 
-def opening_seed(seed: int, task: str, observations: Mapping[str, Mapping[str, Any]]) -> int:
-    """A sampling seed in [0, 2**31) from ``seed`` and an episode's opening: its task and
-    every agent's first observation."""
-    opening = [seed, task, [observations[a] for a in sorted(observations)]]
-    digest = hashlib.sha256(json.dumps(opening, sort_keys=True, default=str).encode()).digest()
+def sampling_seed(team_seed: int, episode_seed: int) -> int:
+    """An episode's sampling seed in [0, 2**31) from the team's seed and the episode's."""
+    digest = hashlib.sha256(f"{team_seed}/{episode_seed}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % 2**31
 
 
@@ -177,7 +173,12 @@ class PolicyTeam(Team):
             )
         # Checks max_tokens, temperature and top_p now rather than at the first decision.
         Sampling(max_tokens=max_tokens, temperature=temperature, top_p=top_p)
-        if (checkpoint is None) == (generators is None):
+        if checkpoint is None and generators is None:
+            raise ValueError(
+                "the policy team needs a checkpoint: "
+                "baseline.checkpoint=<model directory or saved policy name>"
+            )
+        if checkpoint is not None and generators is not None:
             raise ValueError("give checkpoint (a policy to load) or generators, not both")
         if adapter and checkpoint is None:
             raise ValueError("adapter needs the checkpoint it was trained on")
@@ -211,7 +212,11 @@ class PolicyTeam(Team):
         self.context: dict[str, list[int]] = {a: [] for a in self.agents}
         self.segment = dict.fromkeys(self.agents, 0)
         self.steps = 0
-        self._seed = self.episode_seed
+        self._seed = (
+            sampling_seed(self.seed, task_info.seed)
+            if self.episode_seed is None
+            else self.episode_seed
+        )
 
     def _prompt_ids(self, agent: str) -> list[int]:
         generator = self.generators[self._key(agent)]
@@ -227,8 +232,6 @@ class PolicyTeam(Team):
         return context + ids
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
-        if self._seed is None:
-            self._seed = opening_seed(self.seed, self.task, observations)
         for a in self.agents:
             self.views[a].update(observations[a])
         deciding = [a for a in self.agents if observations[a]["needs_decision"]]

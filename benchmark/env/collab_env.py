@@ -293,7 +293,8 @@ class CollabEnv(ParallelEnv):
                 world=lambda: self.world,
                 tick=lambda: self.tick,
             )
-        return task_info(self.task, self.options, self.instruction, self.possible_agents, view)
+        agents = self.possible_agents
+        return task_info(self.task, self.seed, self.options, self.instruction, agents, view)
 
     def render(self):
         from benchmark.render import top_down

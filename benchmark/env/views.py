@@ -72,6 +72,8 @@ class TaskInfo:
 
     Attributes:
         task, family: the task id and its family.
+        seed: the episode seed (a team that samples seeds its generator from it, so that its
+            results never depend on which worker plays the episode).
         instruction: the instruction at the episode's ambiguity level.
         goal: the task's goal clauses as text (``all: inside(Apple, Fridge)``).
         agents: the agent names, ``agent_0`` ... ``agent_{n-1}``.
@@ -83,6 +85,7 @@ class TaskInfo:
 
     task: str
     family: str
+    seed: int
     instruction: str
     goal: tuple[str, ...]
     agents: tuple[str, ...]
@@ -101,15 +104,17 @@ class TaskInfo:
 
 def task_info(
     task: TaskSpec,
+    seed: int,
     options: EnvOptions,
     instruction: str,
     agents: list[str],
     privileged: PrivilegedView | None = None,
 ) -> TaskInfo:
-    """The :class:`TaskInfo` of an episode of ``task`` with these options and agents."""
+    """The :class:`TaskInfo` of an episode of ``task`` with this seed, options and agents."""
     return TaskInfo(
         task=task.id,
         family=task.family,
+        seed=seed,
         instruction=instruction,
         goal=tuple(c.text for c in task.goal),
         agents=tuple(agents),

@@ -27,6 +27,7 @@ class SuiteConfig:
 class BaselineConfig:
     name: str = "oracle"  # registered team name (collab_bench.agents entry point) or module:Class
     kwargs: dict[str, Any] = field(default_factory=dict)  # constructor arguments of the team
+    checkpoint: str | None = None  # learned teams (baseline=policy): model dir or saved policy
     env: dict[str, Any] = field(
         default_factory=dict
     )  # env options the team needs (observability...)
@@ -37,6 +38,7 @@ class LLMConfig:
     backend: str = "none"  # LLM backend for LLM baselines: none | smollm2 | hf | openai | vllm
     model: str = ""  # model name, directory or served model id
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific options
+    adapter: str | None = None  # a peft (LoRA) adapter directory on the model (policy team)
 
 
 @dataclass
