@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,9 @@ def first_of(controller: Controller, object_type: str) -> str:
 
 def obj(event, object_id: str) -> dict:
     return next(o for o in event.metadata["objects"] if o["objectId"] == object_id)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests that need Ray start their own local instance, one per test process (pytest-xdist
+    # worker); none may join a cluster named in the environment, which workers would share.
+    os.environ.pop("RAY_ADDRESS", None)

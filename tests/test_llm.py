@@ -322,18 +322,14 @@ def test_smollm2_loads_from_its_wheel_and_generates() -> None:
     assert gen.text and len(gen.token_ids) == len(gen.logprobs)
 
 
-def _write_keys(path: str, start: int) -> None:
-    store = ResponseCache(path)
-    for k in range(start, start + 150):
-        store.put(f"key-{k}", {"text": str(k)})
-
-
 def test_the_cache_is_safe_under_concurrent_processes(tmp_path: Path) -> None:
     import multiprocessing
 
+    from helpers.llm_cache import write_keys
+
     path = str(tmp_path / "shared.sqlite")
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_write_keys, args=(path, 1000 * k)) for k in range(3)]
+    procs = [ctx.Process(target=write_keys, args=(path, 1000 * k)) for k in range(3)]
     for p in procs:
         p.start()
     for p in procs:
