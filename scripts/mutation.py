@@ -218,7 +218,8 @@ def report(outcomes: list[Outcome], skipped: list[str]) -> str:
             f" | {c['killed']} | {c['survived']} | {odd} | {c['no tests']} | {score(c)}"
             f" | {o.seconds:.0f} |"
         )
-    lines += [f"\nSkipped: {s}" for s in skipped]
+    if skipped:
+        lines += ["", f"Skipped (module or all its test files missing): {', '.join(skipped)}."]
     for o in outcomes:
         lines += ["", f"## `{o.target.module}`"]
         uncaught = collections.Counter(
