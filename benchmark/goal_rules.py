@@ -26,10 +26,10 @@ import json
 from collections.abc import Callable
 from functools import cache
 
-from benchmark.assets import ensure_scene_assets
 from benchmark.goals import HOME, Atom, Clause, GoalError, holds_for, matches
 from benchmark.sim.catalog import ithor_scenes, type_of_id
 from benchmark.sim.facts import Derivation, ObjectFacts, object_facts
+from benchmark.sim.scene_cache import ensure_scene_assets
 from benchmark.sim.world import World
 
 # ObjectSpec field -> the recorded metadata key it comes from.

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
-$PY -m benchmark.assets
+$PY -m benchmark.sim.scene_cache
 $PY - <<'PYEOF'
 import json, time
 from benchmark.llm import Sampling, make_llm

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs}
 source scripts/gpu_env.sh
-$PY -m benchmark.assets
+$PY -m benchmark.sim.scene_cache
 MODEL=$($PY -c "from benchmark.llm.smollm2 import smollm2_dir; print(smollm2_dir())")
 $PY - "$MODEL" <<'PYEOF'
 import json, sys

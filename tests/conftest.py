@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from benchmark.assets import ALFWORLD, PROCTHOR, ensure_scene_assets, raw_dir
+from benchmark.assets import ALFWORLD, PROCTHOR, raw_dir
 from benchmark.paths import cache_dir
 from benchmark.sim import Controller
+from benchmark.sim.scene_cache import ensure_scene_assets
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +75,9 @@ def first_of(controller: Controller, object_type: str) -> str:
 
 def obj(event, object_id: str) -> dict:
     return next(o for o in event.metadata["objects"] if o["objectId"] == object_id)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests that need Ray start their own local instance, one per test process (pytest-xdist
+    # worker); none may join a cluster named in the environment, which workers would share.
+    os.environ.pop("RAY_ADDRESS", None)

