@@ -17,7 +17,7 @@ def test_random_primitive_actions_are_well_formed() -> None:
 
 
 def test_bench_sim_reports_every_figure(capsys) -> None:
-    figures = bench_sim(steps=400, repeats=1)
+    figures = bench_sim(steps=400, repeats=1, load_scenes=["FloorPlan1", "FloorPlan201"])
     for key in ("agent_steps_per_s", "metadata_ms", "reset_ms", "scene_load_ms"):
         assert figures[key] > 0
     assert main(["sim", "--repeats", "1"]) == 0

@@ -81,9 +81,17 @@ def test_navigate_moves_one_cell_per_tick_and_step_returns_when_someone_must_dec
 
 def test_a_long_skill_runs_over_several_ticks_in_one_step_when_nobody_else_decides() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full")
-    target = env.episode.checklist[0].subject
-    env.step({"agent_0": f"navigate {target}", "agent_1": "done"})
-    assert env.tick > 1 or env.skills[0].finished
+    world, me = env.world, env.world.agents[0]
+    far = max(
+        (s for s in world.specs if s.pickupable and not world.enclosed(s.index)),
+        key=lambda s: min(abs(p.i - me.i) + abs(p.j - me.j) for p in sight_poses(world, s.index)),
+    )
+    steps = min(abs(p.i - me.i) + abs(p.j - me.j) for p in sight_poses(world, far.index))
+    assert steps >= 3
+    obs, *_ = env.step({"agent_0": f"navigate {far.object_id}", "agent_1": "done"})
+    assert env.tick >= steps, "one step ran the whole walk"
+    assert obs["agent_0"]["needs_decision"] and obs["agent_0"]["last_success"]
+    assert env.decisions == [1, 1]
 
 
 def test_partial_observability_and_messages_that_name_objects() -> None:
