@@ -20,7 +20,7 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor]' torch==2.13.0
 	touch $@
 
-# The bench extra (TRL, for `benchmark.bench trainer`), again with torch pinned.
+# The bench extra (TRL, for `baselines.rl.bench`), again with torch pinned.
 $(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,bench]' torch==2.13.0
 	touch $@
@@ -48,7 +48,7 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench env
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
-	$(BIN)/python -m benchmark.bench trainer
+	$(BIN)/python -m baselines.rl.bench
 
 $(MUTATION_INSTALLED): pyproject.toml | $(INSTALLED)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,mutation]' torch==2.13.0

@@ -1,8 +1,5 @@
 """Benchmarks: ``python -m benchmark.bench sim`` prints one JSON line of figures.
 
-``trainer`` (``benchmark/bench_trainer.py``) times one GRPO update of ours against TRL's
-``GRPOTrainer`` and needs the ``bench`` extra.
-
 Figures are wall-clock measurements on the calling process (one core); run them on an idle
 machine and compare medians across repeats.
 """
@@ -272,32 +269,20 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
     }
 
 
-def bench_trainer(repeats: int = 5) -> dict[str, Any]:
-    """One GRPO update of ours against TRL's GRPOTrainer (``benchmark/bench_trainer.py``): the
-    median milliseconds of each, their ratio, and both losses on a shared batch."""
-    from benchmark.bench_trainer import compare
-
-    return compare(repeats=repeats)
-
-
 BENCHES = {
     "sim": bench_sim,
     "env": bench_env,
     "run": bench_run,
     "llm": bench_llm,
-    "trainer": bench_trainer,
 }
-# Repeats when --repeats is not given; the others default to 3.
-DEFAULT_REPEATS = {"trainer": 5}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark the benchmark's components.")
     parser.add_argument("name", choices=sorted(BENCHES))
-    parser.add_argument("--repeats", type=int, help="default: 3 (trainer: 5)")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    repeats = args.repeats if args.repeats is not None else DEFAULT_REPEATS.get(args.name, 3)
-    print(json.dumps(BENCHES[args.name](repeats=repeats)), flush=True)
+    print(json.dumps(BENCHES[args.name](repeats=args.repeats)), flush=True)
     return 0
 
 

@@ -1,6 +1,9 @@
 """The trainers on the real environment with a tiny SFT-initialised policy: token bookkeeping,
 update direction, every algorithm, exact resume (in-process and after a killed process), and
-Ray rollout actors playing exactly what the in-process worker plays."""
+Ray rollout actors playing exactly what the in-process worker plays.
+
+Kept cheap: one seed x two rollouts per step, four generated tokens per decision, one held-out
+episode per evaluation."""
 
 from __future__ import annotations
 
@@ -14,9 +17,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from baselines.rl.config import SFTConfig, TrainConfig
+from baselines.rl.app import train
+from baselines.rl.config import SFTConfig, TrainConfig, register_configs
 from baselines.rl.policy import Policy
 from baselines.rl.rollout import EpisodeSpec, RolloutOptions, play_episode
 from baselines.rl.samples import collate, episode_samples
@@ -53,8 +58,9 @@ def _cfg(model: Path, out: Path, **overrides) -> OmegaConf:
     cfg.merge_with(
         {
             "policy": {"init": str(model)},
-            "data": {"seeds_per_step": 2, "group_size": 2},
-            "eval": {"episodes": 2},
+            "data": {"seeds_per_step": 1, "group_size": 2},
+            "rollout": {"max_tokens": 4},
+            "eval": {"episodes": 1},
             "logger": {"console": False, "wandb": False},
             "workers": 0,
             "threads": 1,
@@ -163,7 +169,7 @@ def test_concat_mode_and_per_agent_policies(sft_model: Path, tmp_path: Path) -> 
     before = {
         k: p.model.state_dict()["lm_head.weight"].clone() for k, p in trainer.policies.items()
     }
-    trainer.train_step()
+    trainer.update_samples(samples)
     after = {k: p.model.state_dict()["lm_head.weight"] for k, p in trainer.policies.items()}
     assert all(not torch.equal(before[k], after[k]) for k in before)
     assert not torch.equal(after["agent_0"], after["agent_1"])  # each trained on its own agent
@@ -233,25 +239,27 @@ def test_ray_actors_play_what_the_local_worker_plays(sft_model: Path, tmp_path: 
         assert x.metrics == y.metrics
 
 
-def _train_cmd(model: Path, out: Path, steps: int) -> list[str]:
+def _train_overrides(model: Path, steps: int) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "baselines.train",
         f"policy.init={model}",
         f"steps={steps}",
         "workers=0",
         "threads=1",
-        "data.seeds_per_step=2",
+        "data.seeds_per_step=1",
         "data.group_size=2",
+        "rollout.max_tokens=4",
         "eval.episodes=1",
         "eval.every=0",
         "checkpoint_every=1",
         "logger=console",
         "trainer.entropy_coef=0.01",
         "trainer.minibatch_size=16",
-        f"hydra.run.dir={out}",
     ]
+
+
+def _train_cmd(model: Path, out: Path, steps: int) -> list[str]:
+    overrides = [*_train_overrides(model, steps), f"hydra.run.dir={out}"]
+    return [sys.executable, "-m", "baselines.train", *overrides]
 
 
 def _train_rows(out: Path) -> dict[int, dict]:
@@ -262,35 +270,33 @@ def _train_rows(out: Path) -> dict[int, dict]:
 def test_a_killed_training_process_resumes_where_it_stopped(
     sft_model: Path, tmp_path: Path
 ) -> None:
+    # The uninterrupted run, in this process, composed from the same command-line overrides.
+    register_configs()
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        overrides = [*_train_overrides(sft_model, 2), f"output_dir={tmp_path / 'full'}"]
+        train(compose("train", overrides=overrides))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(
-        _train_cmd(sft_model, tmp_path / "full", 3),
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
     killed = tmp_path / "killed"
     proc = subprocess.Popen(
-        _train_cmd(sft_model, killed, 3),
+        _train_cmd(sft_model, killed, 2),
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
-    while not (killed / "checkpoints" / "step_2.pt").exists():
+    while not (killed / "checkpoints" / "step_1.pt").exists():
         assert time.time() < deadline and proc.poll() is None, "no checkpoint before the kill"
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL  # killed, not finished
     subprocess.run(
-        _train_cmd(sft_model, killed, 3), cwd=ROOT, env=env, check=True, capture_output=True
+        _train_cmd(sft_model, killed, 2), cwd=ROOT, env=env, check=True, capture_output=True
     )
     full, resumed = _train_rows(tmp_path / "full"), _train_rows(killed)
-    for row in (full[3], resumed[3]):
+    for row in (full[2], resumed[2]):
         row.pop("wall_s")
-    assert resumed[3] == full[3]
+    assert resumed[2] == full[2]
 
 
 @pytest.mark.slow
@@ -322,11 +328,10 @@ def test_one_lora_grpo_step_on_the_embedded_smollm2(tmp_path: Path) -> None:
 def test_the_training_job_logs_evaluations_and_the_report_reads_them(
     sft_model: Path, tmp_path: Path
 ) -> None:
-    from baselines.rl.app import train
     from baselines.rl.report import write_report
 
     run = tmp_path / "run"
-    cfg = _cfg(sft_model, run, steps=2, eval={"episodes": 2, "every": 1})
+    cfg = _cfg(sft_model, run, steps=2, eval={"every": 1})
     result = train(cfg)
     assert result["steps"] == 2 and (run / "final_model" / "config.json").is_file()
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]

@@ -15,9 +15,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from baselines.rl.config import TrainConfig
+from baselines.rl.config import train_settings
 from baselines.rl.trainer import Trainer, fmt_stats
-from benchmark.runner.app import check_keys
 from benchmark.runner.loggers import MetricLoggers
 
 CONSOLE_KEYS = (
@@ -35,14 +34,14 @@ CONSOLE_KEYS = (
 
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured training; returns the first and last evaluations."""
-    check_keys(cfg, TrainConfig)
+    settings = train_settings(cfg)
     console = console or Console(width=None if Console().is_terminal else 130)
     say = console.print if cfg.logger.console else (lambda *_: None)
     root = Path(cfg.output_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     container = OmegaConf.to_container(cfg, resolve=True)
     (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    trainer = Trainer(cfg, root, log=say)
+    trainer = Trainer(settings, root, log=say)
     loggers = MetricLoggers(cfg.logger, root, root.name, container)
     metrics_file = root / "metrics.jsonl"
     start = time.perf_counter()

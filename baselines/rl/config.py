@@ -1,22 +1,67 @@
-"""Structured configs of the RL trainers and of SFT, registered in Hydra's ConfigStore (one
-comment per field). ``configs/train.yaml`` and ``configs/sft.yaml`` compose them."""
+"""The configuration of the RL trainers (and of SFT).
+
+Each section is declared once, as a frozen settings dataclass that validates itself in
+``__post_init__`` (one comment per field). Hydra cannot merge config files and overrides into
+a frozen dataclass (OmegaConf makes it read-only), so its schema is a generated mutable twin
+with the same fields and defaults (:func:`hydra_schema`): ``TrainConfig``, registered in
+Hydra's ConfigStore and composed by ``configs/train.yaml``. :func:`train_settings` turns the
+composed config into validated :class:`TrainSettings`, so a bad value is rejected with its
+dotted path and the allowed values before anything runs.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
 
+from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS
+from baselines.rl.samples import GROUP_BY, RETURN_MODES
+from baselines.rl.workers import GENERATORS
 from benchmark.runner.config import LoggerConfig, RayConfig
+from benchmark.tasks import AMBIGUITY_LEVELS
 
-ALGORITHMS = ("grpo", "ppo", "sppo")
 SHARING = ("shared", "per_agent")
+ROLLOUT_MODES = ("per_step", "concat")
 
 
-@dataclass
-class AlgoConfig:
-    name: str = "grpo"  # grpo | ppo | sppo
+class ConfigError(ValueError):
+    """A config value outside its allowed values; ``field`` is its (dotted) name."""
+
+    def __init__(self, field: str, value: Any, requirement: str) -> None:
+        self.field, self.value, self.requirement = field, value, requirement
+        super().__init__(f"{field}={value!r} {requirement}")
+
+    def within(self, section: str) -> ConfigError:
+        """The same error, named from the enclosing ``section``."""
+        return ConfigError(f"{section}.{self.field}", self.value, self.requirement)
+
+
+def _one_of(obj: Any, name: str, allowed: Iterable[str]) -> None:
+    allowed = list(allowed)
+    if getattr(obj, name) not in allowed:
+        raise ConfigError(name, getattr(obj, name), f"is not one of {allowed}")
+
+
+def _at_least(obj: Any, minimum: float, *names: str) -> None:
+    for name in names:
+        if getattr(obj, name) < minimum:
+            raise ConfigError(name, getattr(obj, name), f"must be >= {minimum}")
+
+
+def _in_range(obj: Any, name: str, low: float, high: float) -> None:
+    if not low <= getattr(obj, name) <= high:
+        raise ConfigError(name, getattr(obj, name), f"must be in [{low}, {high}]")
+
+
+@dataclass(frozen=True)
+class AlgoSettings:
+    name: str = "grpo"  # grpo | ppo | sppo (baselines/rl/algos.py ALGORITHMS)
     norm_by_std: bool = True  # GRPO: divide by the group std (false gives Dr.GRPO)
     beta: float = 1.0  # SPPO: temperature of the soft-mean baseline
     eta: float = 1.0  # SPPO: scale of the advantage the log-ratio regresses to
@@ -33,7 +78,7 @@ class AlgoConfig:
     value_clip: float = 0.2  # PPO: value clip
     return_mode: str = "episode"  # episode | to_go: the return R a sample is judged by
     turn_gamma: float = 1.0  # discount between an agent's decisions for to_go returns
-    group_by: list[str] = field(default_factory=list)  # add "agent" and/or "turn" to the seed key
+    group_by: tuple[str, ...] = ()  # add "agent" and/or "turn" to the seed key
     filter_zero_variance: bool = True  # drop groups whose returns are all equal (dynamic sampling)
     balance_trajectories: bool = True  # weigh every agent trajectory equally in clipped losses
     ppo_epochs: int = 1  # passes over each batch
@@ -42,21 +87,51 @@ class AlgoConfig:
     weight_decay: float = 0.0  # AdamW weight decay
     max_grad_norm: float = 1.0  # gradient clipping
 
+    def __post_init__(self) -> None:
+        _one_of(self, "name", ALGORITHMS)
+        _one_of(self, "kl_estimator", KL_ESTIMATORS)
+        _one_of(self, "loss_agg", AGGREGATIONS)
+        _one_of(self, "return_mode", RETURN_MODES)
+        if set(self.group_by) - set(GROUP_BY):
+            raise ConfigError("group_by", list(self.group_by), f"may only hold {list(GROUP_BY)}")
+        _in_range(self, "clip_low", 0.0, 1.0)
+        _in_range(self, "gamma", 0.0, 1.0)
+        _in_range(self, "lam", 0.0, 1.0)
+        _in_range(self, "turn_gamma", 0.0, 1.0)
+        _at_least(self, 0.0, "clip_high", "kl_coef", "vf_coef", "value_clip", "weight_decay")
+        _at_least(self, 1, "ppo_epochs", "minibatch_size")
+        if self.dual_clip is not None and self.dual_clip <= 1:
+            raise ConfigError("dual_clip", self.dual_clip, "must be > 1 (or null: off)")
+        for name in ("beta", "lr", "max_grad_norm"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, getattr(self, name), "must be > 0")
 
-@dataclass
-class PolicyConfig:
+
+@dataclass(frozen=True)
+class PolicySettings:
     init: str = "sft-tiny"  # model dir, "smollm2", or a policy name under <cache>/policies
     sharing: str = "shared"  # shared (agent identity in the prompt) | per_agent (own weights)
     lora: bool = False  # train LoRA adapters (peft) instead of all weights
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale
-    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])  # modules
+    lora_targets: tuple[str, ...] = ("q_proj", "v_proj")  # modules given adapters
     generator: str = "torch"  # torch | vllm (GPU; the gpu extra)
     device: str = "cpu"  # torch device of the trainer's model
 
+    def __post_init__(self) -> None:
+        _one_of(self, "sharing", SHARING)
+        _one_of(self, "generator", GENERATORS)
+        _at_least(self, 1, "lora_r", "lora_alpha")
+        if self.sharing == "per_agent" and self.generator == "vllm":
+            raise ConfigError(
+                "sharing",
+                self.sharing,
+                "needs one vLLM engine per agent; use generator=torch or sharing=shared",
+            )
 
-@dataclass
-class RolloutConfig:
+
+@dataclass(frozen=True)
+class RolloutSettings:
     mode: str = "per_step"  # per_step (bounded history) | concat (one sequence per agent)
     history: int = 2  # past actions a per_step prompt repeats
     max_objects: int = 8  # known objects a prompt lists
@@ -68,10 +143,19 @@ class RolloutConfig:
     comm: bool = True  # messages delivered
     ambiguity: str = "types"  # instruction phrasing
 
+    def __post_init__(self) -> None:
+        _one_of(self, "mode", ROLLOUT_MODES)
+        _one_of(self, "ambiguity", AMBIGUITY_LEVELS)
+        _at_least(self, 0, "history", "temperature")
+        _at_least(self, 1, "max_objects", "max_tokens", "max_context")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError("top_p", self.top_p, "must be in (0, 1]")
+        _in_range(self, "reward_sharing", 0.0, 1.0)
 
-@dataclass
-class DataConfig:
-    tasks: list[str] = field(default_factory=lambda: ["transport_apple_fridge_v0"])  # task ids
+
+@dataclass(frozen=True)
+class DataSettings:
+    tasks: tuple[str, ...] = ("transport_apple_fridge_v0",)  # task ids
     n_agents: int = 2  # team size
     split: str = "train"  # scene split of the training episodes
     seed_start: int = 0  # first training episode seed
@@ -79,23 +163,31 @@ class DataConfig:
     seeds_per_step: int = 8  # distinct episode seeds per update (B)
     group_size: int = 4  # rollouts per seed (G): the group of group-relative advantages
 
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ConfigError("tasks", list(self.tasks), "must name at least one task")
+        _at_least(self, 1, "n_agents", "seed_count", "seeds_per_step", "group_size")
 
-@dataclass
-class EvalConfig:
+
+@dataclass(frozen=True)
+class EvalSettings:
     every: int = 15  # evaluate every this many steps (0: only before and after)
     split: str = "val"  # scene split of the held-out episodes
     seed_start: int = 1_000_000  # held-out seeds, disjoint from training seeds
     episodes: int = 64  # held-out episodes per evaluation
     temperature: float = 1.0  # the policy's own sampling (0: greedy, which loops on ties)
 
+    def __post_init__(self) -> None:
+        _at_least(self, 0, "every", "episodes", "temperature")
 
-@dataclass
-class TrainConfig:
-    trainer: AlgoConfig = field(default_factory=AlgoConfig)  # the algorithm
-    policy: PolicyConfig = field(default_factory=PolicyConfig)  # the model
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)  # how episodes are played
-    data: DataConfig = field(default_factory=DataConfig)  # which episodes
-    eval: EvalConfig = field(default_factory=EvalConfig)  # held-out evaluation
+
+@dataclass(frozen=True)
+class TrainSettings:
+    trainer: AlgoSettings = field(default_factory=AlgoSettings)  # the algorithm
+    policy: PolicySettings = field(default_factory=PolicySettings)  # the model
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)  # how episodes are played
+    data: DataSettings = field(default_factory=DataSettings)  # which episodes
+    eval: EvalSettings = field(default_factory=EvalSettings)  # held-out evaluation
     logger: LoggerConfig = field(default_factory=LoggerConfig)  # console / wandb / tensorboard
     ray: RayConfig = field(default_factory=RayConfig)  # how Ray is reached
     steps: int = 100  # updates
@@ -104,9 +196,73 @@ class TrainConfig:
     seed: int = 0  # seeds sampling and minibatch order
     threads: int = 2  # torch threads of the trainer
     checkpoint_every: int = 10  # steps between checkpoints (the last step is always saved)
-    keep_checkpoints: int = 2  # checkpoints kept on disk
+    keep_checkpoints: int = 2  # checkpoints kept on disk (0: all)
     resume: bool = True  # continue from the latest checkpoint in output_dir
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory
+
+    def __post_init__(self) -> None:
+        _at_least(self, 0, "steps", "max_minutes", "workers", "keep_checkpoints")
+        _at_least(self, 1, "threads", "checkpoint_every")
+
+
+_Settings = TypeVar("_Settings")
+_SCHEMAS: dict[type, type] = {}
+
+
+def hydra_schema(settings: type) -> type:
+    """The mutable twin of a frozen settings dataclass, for Hydra to compose into: the same
+    field names, types and defaults (nested frozen sections become their own twins), no
+    validation. Named after ``settings`` with ``Settings`` replaced by ``Config``."""
+    if settings in _SCHEMAS:
+        return _SCHEMAS[settings]
+    hints = typing.get_type_hints(settings)
+    spec = []
+    for f in dataclasses.fields(settings):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen:
+            twin = hydra_schema(kind)
+            spec.append((f.name, twin, field(default_factory=twin)))
+        else:
+            spec.append((f.name, kind, field(default=f.default, default_factory=f.default_factory)))
+    name = settings.__name__.replace("Settings", "Config")
+    schema = dataclasses.make_dataclass(name, spec, namespace={"__module__": __name__})
+    _SCHEMAS[settings] = schema
+    return schema
+
+
+def from_mapping(settings: type[_Settings], values: Mapping[str, Any]) -> _Settings:
+    """Build ``settings`` (a dataclass) from plain ``values``, nested sections included; lists
+    become tuples where the field is a tuple. Raises :class:`ConfigError` for a key that is not
+    a field or a value its section rejects, named by its dotted path."""
+    hints = typing.get_type_hints(settings)
+    names = [f.name for f in dataclasses.fields(settings)]
+    for key in values:
+        if key not in names:
+            raise ConfigError(key, values[key], f"is not a config field; valid: {names}")
+    kwargs = {}
+    for name, value in values.items():
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            try:
+                value = from_mapping(kind, value)
+            except ConfigError as err:
+                raise err.within(name) from None
+        elif typing.get_origin(kind) is tuple:
+            value = tuple(value)
+        kwargs[name] = value
+    return settings(**kwargs)
+
+
+def train_settings(cfg: TrainSettings | DictConfig) -> TrainSettings:
+    """Validated settings from a composed training config (Hydra's, or
+    ``OmegaConf.structured(TrainConfig)`` with changes merged in); interpolations resolved."""
+    if isinstance(cfg, TrainSettings):
+        return cfg
+    return from_mapping(TrainSettings, OmegaConf.to_container(cfg, resolve=True))
+
+
+TrainConfig = hydra_schema(TrainSettings)
+RolloutConfig = hydra_schema(RolloutSettings)
 
 
 @dataclass

@@ -1,44 +1,37 @@
 """The training loop shared by GRPO, PPO and SPPO.
 
 Each step: play B seeds x G rollouts with the current weights (Ray actors or in-process), turn
-the decisions into samples, recompute the old (and reference) logprobs, compute advantages with
-the algorithm's function, run ``ppo_epochs`` passes of minibatch updates, then sync the weights
-to the generators. The algorithms differ only in their advantage and loss functions
-(``baselines/rl/algos.py``).
+the decisions into samples, update every policy on its samples (``baselines/rl/update.py``:
+advantages, old and reference logprobs, ``ppo_epochs`` passes of minibatch updates), then sync
+the weights to the generators. The algorithms differ only in the parts ``trainer.name`` looks
+up in ``baselines/rl/algos.py``.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
+from omegaconf import DictConfig
 
-from baselines.rl import algos
-from baselines.rl.algos import KL_ESTIMATORS
+from baselines.rl.algos import ALGORITHMS
 from baselines.rl.checkpoint import load_latest, save_checkpoint
-from baselines.rl.config import ALGORITHMS, SHARING
+from baselines.rl.config import RolloutSettings, TrainSettings, train_settings
 from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
 from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions
-from baselines.rl.samples import (
-    GROUP_BY,
-    RETURN_MODES,
-    Batch,
-    Sample,
-    collate,
-    episode_samples,
-    per_unit,
-)
+from baselines.rl.samples import Batch, Sample, collate, episode_samples
+from baselines.rl.update import update_policy
 from baselines.rl.workers import WorkerPool
 from benchmark.runner.loggers import namespaced
 
 
-def rollout_options(cfg: Any) -> RolloutOptions:
-    return RolloutOptions(**{k: cfg[k] for k in RolloutOptions.__dataclass_fields__})
+def rollout_options(settings: RolloutSettings) -> RolloutOptions:
+    return RolloutOptions(**asdict(settings))
 
 
 def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str, float]:
@@ -53,31 +46,19 @@ def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str,
 
 
 class Trainer:
-    """One training run in ``output_dir`` (resumed from its latest checkpoint if any)."""
+    """One training run in ``output_dir`` (resumed from its latest checkpoint if any).
 
-    def __init__(self, cfg: Any, output_dir: str | Path, log: Callable[[str], None] = print):
+    ``cfg`` is validated (:func:`~baselines.rl.config.train_settings`) before anything is
+    loaded or played."""
+
+    def __init__(
+        self,
+        cfg: TrainSettings | DictConfig,
+        output_dir: str | Path,
+        log: Callable[[str], None] = print,
+    ):
+        cfg = train_settings(cfg)
         algo = cfg.trainer
-        if algo.name not in ALGORITHMS:
-            raise ValueError(f"trainer.name={algo.name!r} is not one of {list(ALGORITHMS)}")
-        if algo.loss_agg not in algos.AGGREGATIONS:
-            raise ValueError(
-                f"trainer.loss_agg={algo.loss_agg!r} is not one of {list(algos.AGGREGATIONS)}"
-            )
-        if cfg.data.group_size < 1 or cfg.data.seeds_per_step < 1:
-            raise ValueError("data.group_size and data.seeds_per_step must be >= 1")
-        if algo.minibatch_size < 1 or algo.ppo_epochs < 1:
-            raise ValueError("trainer.minibatch_size and trainer.ppo_epochs must be >= 1")
-        # Checked here, not after the first rollouts.
-        if algo.kl_estimator not in KL_ESTIMATORS:
-            raise ValueError(
-                f"trainer.kl_estimator={algo.kl_estimator!r} is not one of {KL_ESTIMATORS}"
-            )
-        if algo.return_mode not in RETURN_MODES:
-            raise ValueError(
-                f"trainer.return_mode={algo.return_mode!r} is not one of {RETURN_MODES}"
-            )
-        if set(algo.group_by) - set(GROUP_BY):
-            raise ValueError(f"trainer.group_by={list(algo.group_by)} may only hold {GROUP_BY}")
         self.cfg = cfg
         self.algo = algo
         self.root = Path(output_dir)
@@ -89,18 +70,11 @@ class Trainer:
             LoraOptions(
                 r=cfg.policy.lora_r,
                 alpha=cfg.policy.lora_alpha,
-                target_modules=tuple(cfg.policy.lora_targets),
+                target_modules=cfg.policy.lora_targets,
             )
             if cfg.policy.lora
             else None
         )
-        if cfg.policy.sharing not in SHARING:
-            raise ValueError(f"policy.sharing={cfg.policy.sharing!r} is not one of {SHARING}")
-        if cfg.policy.sharing == "per_agent" and cfg.policy.generator == "vllm":
-            raise ValueError(
-                "policy.sharing=per_agent needs one vLLM engine per agent; use the torch "
-                "generator or policy.sharing=shared"
-            )
         self.keys = (
             ["shared"]
             if cfg.policy.sharing == "shared"
@@ -111,7 +85,7 @@ class Trainer:
         for key in self.keys:
             policy = Policy(
                 self.model_dir,
-                value_head=algo.name == "ppo",
+                value_head=ALGORITHMS[algo.name].value_head,
                 lora=self.lora,
                 device=cfg.policy.device,
                 threads=cfg.threads,
@@ -196,190 +170,22 @@ class Trainer:
         return episode_summary(self.play(self.eval_specs(), options=options), "eval/")
 
     # ------------------------------------------------------------------ update
-    def _advantages(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B,) sequence advantages for GRPO/SPPO (zeros for PPO) and the keep mask."""
-        a = self.algo
-        keep = torch.ones(len(batch), dtype=torch.bool)
-        if a.filter_zero_variance and a.name != "ppo":
-            keep = per_unit(batch, algos.nonzero_variance_groups).bool()
-        if a.name == "grpo":
-            adv = per_unit(batch, algos.grpo_advantages, norm_by_std=a.norm_by_std)
-        elif a.name == "sppo":
-            adv = per_unit(batch, algos.sppo_advantages, beta=a.beta)
-        else:
-            adv = torch.zeros(len(batch))
-        return adv, keep
-
-    @torch.no_grad()
-    def _score(
-        self, policy: Policy, batch: Batch, reference: bool = False
-    ) -> tuple[torch.Tensor, Any]:
-        """Logprobs (and values) of the batch under the current (or reference) weights."""
-        logps, values = [], []
-        mb = self.algo.minibatch_size
-        for k in range(0, len(batch), mb):
-            idx = torch.arange(k, min(k + mb, len(batch)))
-            part = batch.select(idx)
-            out = policy.forward(
-                part.input_ids,
-                part.attention_mask,
-                values=not reference and self.algo.name == "ppo",
-                entropy=False,
-                reference=reference,
-                prompt_lengths=part.prompt_lengths(),
-            )
-            width = batch.input_ids.shape[1]
-            logps.append(torch.nn.functional.pad(out.logp.cpu(), (0, width - out.logp.shape[1])))
-            if out.values is not None:
-                values.append(
-                    torch.nn.functional.pad(out.values.cpu(), (0, width - out.values.shape[1]))
-                )
-        return torch.cat(logps), (torch.cat(values) if values else None)
-
-    def _loss(
-        self, policy: Policy, part: Batch, extra: dict[str, torch.Tensor]
-    ) -> tuple[torch.Tensor, dict]:
-        a = self.algo
-        out = policy.forward(
-            part.input_ids,
-            part.attention_mask,
-            values=a.name == "ppo",
-            entropy=True,
-            entropy_grad=a.entropy_coef > 0,
-            prompt_lengths=part.prompt_lengths(),
-        )
-        dev = out.logp.device
-        mask = part.mask.to(dev)
-        weighted = mask * extra["weight"].to(dev).unsqueeze(-1)
-        # One pass over one minibatch: the old policy is the current one (ratio 1).
-        old = out.logp.detach() if extra["old_logp"] is None else extra["old_logp"].to(dev)
-        stats: dict[str, float] = {}
-        if a.name == "sppo":
-            policy_loss = algos.sppo_loss(out.logp, old, extra["adv"].to(dev), mask, eta=a.eta)
-        else:
-            adv = extra["adv"].to(dev)
-            if adv.dim() == 1:
-                adv = adv.unsqueeze(-1).expand_as(mask)
-            policy_loss = algos.clipped_policy_loss(
-                out.logp, old, adv, weighted, a.clip_low, a.clip_high, a.dual_clip, a.loss_agg
-            )
-        loss = policy_loss
-        stats["losses/policy"] = policy_loss.item()
-        if a.name == "ppo":
-            assert out.values is not None
-            value_loss = algos.clipped_value_loss(
-                out.values,
-                extra["old_values"].to(dev),
-                extra["returns"].to(dev),
-                mask,
-                a.value_clip,
-                a.loss_agg,
-            )
-            loss = loss + a.vf_coef * value_loss
-            stats["losses/value"] = value_loss.item()
-        if a.kl_coef > 0:
-            kl = algos.aggregate(
-                algos.kl_penalty(out.logp, extra["ref_logp"].to(dev), a.kl_estimator),
-                mask,
-                a.loss_agg,
-            )
-            loss = loss + a.kl_coef * kl
-            stats["losses/kl"] = kl.item()
-        entropy = algos.aggregate(out.entropy, mask, "token-mean")
-        if a.entropy_coef > 0:
-            loss = loss - a.entropy_coef * entropy
-        stats["losses/entropy"] = entropy.item()
-        stats["losses/total"] = loss.item()
-        with torch.no_grad():
-            log_ratio = (out.logp - old) * mask
-            n = mask.sum().clamp(min=1)
-            ratio = torch.exp(log_ratio)
-            clipped = ((ratio < 1 - a.clip_low) | (ratio > 1 + a.clip_high)).float() * mask
-            stats["charts/clip_frac"] = float(clipped.sum() / n)
-            stats["charts/approx_kl"] = float(((ratio - 1) - log_ratio).mul(mask).sum() / n)
-        return loss, stats
-
     def update(self, batch: Batch, key: str = "shared") -> dict[str, float]:
-        """Advantages and ``ppo_epochs`` of minibatch updates of policy ``key`` on one batch."""
-        a = self.algo
-        policy, optimizer = self.policies[key], self.optimizers[key]
-        t0 = time.perf_counter()
-        adv, keep = self._advantages(batch)
-        stats: dict[str, float] = {
-            "charts/zero_variance_frac": 1.0 - float(keep.float().mean()),
-            "charts/samples": float(keep.sum()),
-        }
-        group_std = per_unit(batch, _group_std)
-        stats["charts/group_reward_std"] = float(group_std.mean())
-        if not keep.any():
-            stats["perf/logprob_s"] = time.perf_counter() - t0
-            stats["perf/update_s"] = 0.0
-            return stats
-        idx = torch.nonzero(keep).squeeze(-1)
-        batch, adv = batch.select(idx), adv[idx]
-        weight = torch.ones(len(batch))
-        if a.balance_trajectories:
-            # Each unit (an agent trajectory) weighs the same whatever its number of decisions.
-            _, inverse, counts = torch.unique(batch.unit, return_inverse=True, return_counts=True)
-            weight = (len(batch) / len(counts)) / counts[inverse].float()
-        single_pass = a.ppo_epochs == 1 and len(batch) <= a.minibatch_size and a.name != "ppo"
-        old_logp, old_values = (None, None) if single_pass else self._score(policy, batch)
-        extra = {"old_logp": old_logp, "adv": adv, "weight": weight}
-        mask = batch.mask
-        if old_logp is not None:
-            stats["charts/logprob_mismatch"] = float(
-                ((old_logp - batch.rollout_logp).abs() * mask).sum() / mask.sum()
-            )
-        if a.kl_coef > 0:
-            extra["ref_logp"], _ = self._score(policy, batch, reference=True)
-        if a.name == "ppo":
-            assert old_values is not None
-            token_adv, returns = algos.gae(batch.rewards, old_values * mask, mask, a.gamma, a.lam)
-            n = mask.sum()
-            mean = (token_adv * mask).sum() / n
-            std = (((token_adv - mean) * mask) ** 2).sum().div(n).sqrt()
-            extra["adv"] = (token_adv - mean) / (std + algos.EPS) * mask
-            extra["returns"], extra["old_values"] = returns, old_values * mask
-            stats["charts/value_mean"] = float((old_values * mask).sum() / n)
-        stats["charts/advantage_abs"] = float(extra["adv"].abs().mean())
-        t1 = time.perf_counter()
-        stats["perf/logprob_s"] = t1 - t0
-        order_gen = torch.Generator().manual_seed(hash((self.cfg.seed, self.step)) % 2**31)
-        totals: dict[str, list[float]] = {}
-        norms = []
-        for _ in range(a.ppo_epochs):
-            order = torch.randperm(len(batch), generator=order_gen)
-            for k in range(0, len(batch), a.minibatch_size):
-                idx = order[k : k + a.minibatch_size]
-                part = batch.select(idx)
-                width = part.input_ids.shape[1]
-                sub = {
-                    key: None if v is None else v[idx][:, :width] if v.dim() == 2 else v[idx]
-                    for key, v in extra.items()
-                }
-                policy.model.train()
-                loss, s = self._loss(policy, part, sub)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                norm = torch.nn.utils.clip_grad_norm_(list(policy.parameters()), a.max_grad_norm)
-                optimizer.step()
-                policy.model.eval()
-                norms.append(float(norm))
-                for key, v in s.items():
-                    totals.setdefault(key, []).append(v)
-        stats.update({k: sum(v) / len(v) for k, v in totals.items()})
-        stats["charts/grad_norm"] = max(norms)
-        history = self.grad_norms[-20:]
-        base = statistics.median(history) if history else max(norms)
-        stats["charts/grad_norm_spike"] = max(norms) / (base + 1e-8)
-        self.grad_norms = [*self.grad_norms[-99:], *norms]
-        stats["perf/update_s"] = time.perf_counter() - t1
-        stats["perf/train_tokens_per_s"] = (
-            a.ppo_epochs * float(batch.attention_mask.sum()) / max(stats["perf/update_s"], 1e-9)
+        """Advantages and ``ppo_epochs`` of minibatch updates of policy ``key`` on one batch
+        (:func:`~baselines.rl.update.update_policy`); returns the update's statistics."""
+        stats, norms = update_policy(
+            self.policies[key],
+            self.optimizers[key],
+            batch,
+            self.algo,
+            order_seed=hash((self.cfg.seed, self.step)) % 2**31,
+            grad_norm_history=self.grad_norms[-20:],
         )
+        if norms:
+            self.grad_norms = [*self.grad_norms[-99:], *norms]
         return stats
 
-    def _update_all(self, samples: list[Sample]) -> dict[str, float]:
+    def update_samples(self, samples: list[Sample]) -> dict[str, float]:
         """Update every policy on its samples (all of them when the policy is shared); the
         statistics are averaged over policies."""
         pad = self.policy.tokenizer.pad_token_id
@@ -410,11 +216,9 @@ class Trainer:
         samples = [
             s
             for r in results
-            for s in episode_samples(
-                r, self.options.mode, a.return_mode, tuple(a.group_by), a.turn_gamma
-            )
+            for s in episode_samples(r, self.options.mode, a.return_mode, a.group_by, a.turn_gamma)
         ]
-        stats = self._update_all(samples)
+        stats = self.update_samples(samples)
         returns = [v for r in results for v in r.returns.values()]
         gen_tokens = sum(r.gen_tokens for r in results)
         stats.update(episode_summary(results))
@@ -449,15 +253,6 @@ class Trainer:
 
     def close(self) -> None:
         self.pool.close()
-
-
-def _group_std(rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
-    """Per-sample std of the returns of its group (the reward-variance collapse signal)."""
-    out = torch.zeros_like(rewards)
-    for g in torch.unique(groups):
-        idx = groups == g
-        out[idx] = rewards[idx].std() if int(idx.sum()) > 1 else 0.0
-    return out
 
 
 def fmt_stats(step: int, stats: dict[str, float], keys: tuple[str, ...]) -> str:

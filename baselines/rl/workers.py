@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baselines.rl.policy import LoraOptions, Policy
 from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions, RolloutWorker
+
+if TYPE_CHECKING:
+    from baselines.rl.config import TrainSettings
 
 GENERATORS = ("torch", "vllm")
 
@@ -28,7 +31,7 @@ class WorkerPool:
     """Plays episodes with the current weights of ``policies`` (one per policy key).
 
     Args:
-        cfg: the training config (``workers``, ``policy.generator``, ``ray``).
+        cfg: the training settings (``workers``, ``policy.generator``, ``ray``).
         policies: the trainer's policies by key (``shared`` or agent names).
         options: how training episodes are played.
         model_dir, lora: what a remote generator loads before the first sync.
@@ -37,17 +40,13 @@ class WorkerPool:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: TrainSettings,
         policies: dict[str, Policy],
         options: RolloutOptions,
         model_dir: str,
         lora: LoraOptions | None,
         root: Path,
     ) -> None:
-        if cfg.policy.generator not in GENERATORS:
-            raise ValueError(
-                f"policy.generator={cfg.policy.generator!r} is not one of {list(GENERATORS)}"
-            )
         self.cfg = cfg
         self.policies = policies
         self.options = options

@@ -1,4 +1,7 @@
-"""``python -m benchmark.bench trainer``: one GRPO update of ours against TRL's ``GRPOTrainer``.
+"""``python -m baselines.rl.bench``: one GRPO update of ours against TRL's ``GRPOTrainer``.
+
+Prints one JSON line of figures (after a table); ``--repeats`` timed updates per side (default
+5). Needs the ``bench`` extra (TRL).
 
 Both sides start from the same tiny Llama directory (float32, the same torch threads, no gradient
 checkpointing) and update on the same synthetic batch: ``prompts`` prompts x ``group_size``
@@ -29,6 +32,8 @@ depend on every logprob and so check the alignment of the two forwards.
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -39,8 +44,17 @@ from typing import Any
 
 import torch
 
+from baselines.rl import algos
+from baselines.rl.config import AlgoSettings, DataSettings, PolicySettings, TrainSettings
+from baselines.rl.policy import load_tokenizer
+from baselines.rl.samples import Batch, Sample, collate, per_unit
+from baselines.rl.trainer import Trainer
+from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
+from benchmark.runner.config import LoggerConfig
+from benchmark.tasks import task_registry
+
 TRL_MISSING = (
-    "benchmark.bench trainer compares against TRL, an optional dependency: install the bench "
+    "baselines.rl.bench compares against TRL, an optional dependency: install the bench "
     "extra with: pip install -e '.[bench]' torch==2.13.0"
 )
 
@@ -88,9 +102,6 @@ def require_trl() -> None:
 # ---------------------------------------------------------------------- shared inputs
 def make_tiny_model(out_dir: Path, spec: TrainerBenchSpec) -> Path:
     """A tiny Llama with a tokenizer trained on every task instruction."""
-    from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
-    from benchmark.tasks import task_registry
-
     corpus = [text for task in task_registry().values() for text in task.instructions.values()]
     tokenizer = train_tokenizer(corpus, vocab_size=spec.vocab)
     return save_tiny_llama(
@@ -118,8 +129,6 @@ class Rollouts:
 def make_rollouts(tokenizer: Any, spec: TrainerBenchSpec) -> Rollouts:
     """Prompts cut from the task instructions, random completions ending with end-of-sequence
     (the longest of each group fills ``completion_len``) and rewards that vary within groups."""
-    from benchmark.tasks import task_registry
-
     gen = torch.Generator().manual_seed(spec.seed)
     texts = [text for task in task_registry().values() for text in task.instructions.values()]
     stream = tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
@@ -140,10 +149,8 @@ def make_rollouts(tokenizer: Any, spec: TrainerBenchSpec) -> Rollouts:
     return Rollouts(prompt_ids, completion_ids, completion_mask, rewards)
 
 
-def our_batch(rollouts: Rollouts, group_size: int, pad_id: int) -> Any:
+def our_batch(rollouts: Rollouts, group_size: int, pad_id: int) -> Batch:
     """Our :class:`~baselines.rl.samples.Batch`: one sample per completion, its own unit."""
-    from baselines.rl.samples import Sample, collate
-
     samples = []
     P = rollouts.prompt_ids.shape[1]
     for b in range(len(rollouts.rewards)):
@@ -167,44 +174,36 @@ def our_batch(rollouts: Rollouts, group_size: int, pad_id: int) -> Any:
 
 
 # ---------------------------------------------------------------------- the two trainers
-def our_trainer(model_dir: Path, out_dir: Path, spec: TrainerBenchSpec) -> Any:
+def our_trainer(model_dir: Path, out_dir: Path, spec: TrainerBenchSpec) -> Trainer:
     """Our GRPO trainer with TRL's defaults where they differ: token-mean loss (TRL's ``dapo``),
     no dual clip, no zero-variance filter, no entropy bonus, no KL."""
-    from omegaconf import OmegaConf
-
-    from baselines.rl.config import TrainConfig
-    from baselines.rl.trainer import Trainer
-
-    cfg = OmegaConf.structured(TrainConfig)
-    cfg.merge_with(
-        {
-            "policy": {"init": str(model_dir)},
-            "data": {"seeds_per_step": spec.prompts, "group_size": spec.group_size},
-            "logger": {"console": False, "wandb": False},
-            "trainer": {
-                "name": "grpo",
-                "norm_by_std": True,
-                "clip_low": spec.clip,
-                "clip_high": spec.clip,
-                "dual_clip": None,
-                "kl_coef": 0.0,
-                "loss_agg": "token-mean",
-                "entropy_coef": 0.0,
-                "filter_zero_variance": False,
-                "ppo_epochs": 1,
-                "minibatch_size": spec.batch_size,
-                "lr": spec.lr,
-                "weight_decay": 0.0,
-                "max_grad_norm": spec.max_grad_norm,
-            },
-            "workers": 0,
-            "threads": spec.threads,
-            "seed": spec.seed,
-            "resume": False,
-            "output_dir": str(out_dir),
-        }
+    settings = TrainSettings(
+        trainer=AlgoSettings(
+            name="grpo",
+            norm_by_std=True,
+            clip_low=spec.clip,
+            clip_high=spec.clip,
+            dual_clip=None,
+            kl_coef=0.0,
+            loss_agg="token-mean",
+            entropy_coef=0.0,
+            filter_zero_variance=False,
+            ppo_epochs=1,
+            minibatch_size=spec.batch_size,
+            lr=spec.lr,
+            weight_decay=0.0,
+            max_grad_norm=spec.max_grad_norm,
+        ),
+        policy=PolicySettings(init=str(model_dir)),
+        data=DataSettings(seeds_per_step=spec.prompts, group_size=spec.group_size),
+        logger=LoggerConfig(console=False, wandb=False),
+        workers=0,
+        threads=spec.threads,
+        seed=spec.seed,
+        resume=False,
+        output_dir=str(out_dir),
     )
-    return Trainer(cfg, out_dir, log=lambda _: None)
+    return Trainer(settings, out_dir, log=lambda _: None)
 
 
 def trl_trainer(model_dir: Path, out_dir: Path, spec: TrainerBenchSpec) -> Any:
@@ -214,8 +213,6 @@ def trl_trainer(model_dir: Path, out_dir: Path, spec: TrainerBenchSpec) -> Any:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
-
-    from baselines.rl.policy import load_tokenizer
 
     args = GRPOConfig(
         output_dir=str(out_dir),
@@ -338,9 +335,6 @@ def compare(
 
 
 def _compare(spec: TrainerBenchSpec, repeats: int, log: Callable[[str], None]) -> dict[str, Any]:
-    from baselines.rl import algos
-    from baselines.rl.samples import per_unit
-
     torch.set_num_threads(spec.threads)
     with tempfile.TemporaryDirectory(prefix="bench-trainer") as tmp:
         root = Path(tmp)
@@ -418,3 +412,15 @@ def _table(figures: dict[str, Any], times: dict[str, list[float]]) -> str:
         f"TRL {figures['grad_norm_trl']:.6f}"
     )
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="One GRPO update of ours against TRL's.")
+    parser.add_argument("--repeats", type=int, default=5, help="timed updates per side")
+    args = parser.parse_args(argv)
+    print(json.dumps(compare(repeats=args.repeats)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
