@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from benchmark.formats import TRACE_FORMAT
@@ -210,10 +210,10 @@ def add_reference_metrics(row: dict[str, Any], reference_ticks: int | None) -> d
     return row
 
 
-def _entropy(counts: Iterable[int]) -> float:
-    counts = [c for c in counts if c > 0]
+def _entropy(counts: Collection[int]) -> float:
+    """Shannon entropy (nats) of the distribution of positive counts, at least one."""
     total = sum(counts)
-    return -sum(c / total * math.log(c / total) for c in counts) if total else 0.0
+    return -sum(c / total * math.log(c / total) for c in counts)
 
 
 def specialisation(traces: Iterable[dict[str, Any]]) -> float | None:

@@ -14,6 +14,7 @@ from benchmark.metrics import (
     balance,
     episode_metrics,
     gini,
+    run_metrics,
     specialisation,
     workload_entropy,
 )
@@ -147,9 +148,10 @@ def test_interference_counts_blocked_ticks_and_failed_moves() -> None:
         [["Teleport", True, "navigate", False], ["Teleport", False, "navigate", True]],
         [[None, None, "navigate", True], ["Teleport", True, "navigate", False]],
         [["PickupObject", False, "pickup", False], [None, None, "wait", False]],
+        [["Teleport", False, "explore", True], ["Teleport", False, "navigate", True]],
     ]
     m = episode_metrics(trace(rows=rows))
-    assert m["blocked_ticks"] == 2 and m["collisions"] == 1
+    assert m["blocked_ticks"] == 4 and m["collisions"] == 3  # a failed explore move counts too
 
 
 def test_zero_messages_and_influence() -> None:
@@ -207,6 +209,7 @@ def test_formulas_directly() -> None:
     assert balance([0, 0]) == 0.0
     assert gini([1, 0]) == pytest.approx(0.5)
     assert workload_entropy([3]) is None
+    assert workload_entropy([1, 0]) == 0.0  # one atom credited: defined, and all to one agent
 
 
 def test_summary_intervals_stay_inside_the_metric_range() -> None:
@@ -288,5 +291,128 @@ def test_traces_of_another_format_or_inconsistent_length_are_rejected() -> None:
 
 
 def test_balance_needs_at_least_one_agent() -> None:
-    with pytest.raises(ValueError, match="one share per agent"):
+    with pytest.raises(ValueError, match=r"^balance needs one share per agent, got none$"):
         balance([])
+
+
+def test_every_failed_and_every_idle_decision_is_wasted() -> None:
+    t = trace(
+        skills=[
+            (0, "agent_0", "wait", None, True, True),
+            (0, "agent_1", "pickup", A1, False, False),  # rejected
+            (1, "agent_0", "wait", None, True, True),
+            (1, "agent_1", "open", "Fridge|9|9|9", True, False),
+            (2, "agent_0", "pickup", A0, True, True),
+        ]
+    )
+    assert episode_metrics(t)["wasted_action_rate"] == pytest.approx(4 / 5)
+
+
+def test_moving_to_a_target_or_a_rejected_skill_on_it_is_not_acting_on_it() -> None:
+    t = trace(
+        skills=[
+            (0, "agent_0", "navigate", A0, True, True),
+            (0, "agent_1", "pickup", A0, False, False),  # rejected
+            (1, "agent_1", "pickup", A1, True, True),
+        ]
+    )
+    m = episode_metrics(t)
+    assert m["C"] == 0.5  # only Apple|1 was acted on
+    assert m["redundancy"] == 0.0  # nobody attempted Apple|0 with an accepted object skill
+
+
+def test_a_primitive_object_action_without_an_object_attempts_no_atom() -> None:
+    t = trace(
+        skills=[
+            (0, "agent_0", "PickupObject", None, True, False),
+            (0, "agent_1", "PickupObject", A0, True, True),
+        ]
+    )
+    m = episode_metrics(t)
+    assert m["redundancy"] == 0.0 and m["C"] == 0.5
+
+
+def test_an_atom_held_from_the_start_is_credited_only_once_an_agent_remakes_it() -> None:
+    # Both atoms hold when the episode starts; agent_1 undoes atom 0 and agent_0 redoes it.
+    t = trace(atoms=[(1, "agent_1", 0, False), (3, "agent_0", 0, True)])
+    assert episode_metrics(t)["credited"] == [1, 0]
+
+
+def test_influence_pairs_skip_undelivered_messages_and_recipients_without_both_sides() -> None:
+    # A decision at the message's tick is the one before it.
+    t = trace(
+        n=4,
+        skills=[
+            (0, "agent_1", "navigate", A0, True, True),
+            (2, "agent_1", "navigate", A1, True, True),
+            (5, "agent_1", "navigate", "Fridge|9|9|9", True, True),
+            (2, "agent_2", "navigate", "Mug|0|0|0", True, True),
+            (5, "agent_2", "navigate", "Mug|0|0|0", True, True),
+            (5, "agent_3", "navigate", "Mug|0|0|0", True, True),
+        ],
+        messages=[
+            (0, "agent_0", ("agent_1",), 3, False),
+            (2, "agent_0", ("agent_3", "agent_1", "agent_2"), 5, True),
+            (3, "agent_0", ("agent_1",), 4, True),
+        ],
+    )
+    # Pairs: (tick 2, agent_1) Apple|1 -> Fridge, influenced; (tick 2, agent_2) Mug -> Mug, not;
+    # (tick 3, agent_1) Apple|1 -> Fridge, influenced; agent_3 decided nothing before tick 2.
+    assert episode_metrics(t)["influence_rate"] == pytest.approx(2 / 3)
+
+
+# agent_0 picks up twice, agent_1 picks up once and puts once: p(agent) = (1/2, 1/2),
+# p(type) = (3/4, 1/4), p(agent, type) = (1/2, 1/4, 1/4).
+H_AGENT = math.log(2)
+H_TYPE = math.log(4) - 3 / 4 * math.log(3)
+MUTUAL = H_AGENT + H_TYPE - 3 / 2 * math.log(2)
+PARTIAL_SPLIT_NMI = MUTUAL / math.sqrt(H_AGENT * H_TYPE)  # 0.3456
+
+
+def test_specialisation_of_a_partial_split_counts_only_accepted_object_skills() -> None:
+    t = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (1, "agent_0", "pickup", A1, True, True),
+            (0, "agent_1", "pickup", A1, True, False),
+            (1, "agent_1", "put", "Fridge|9|9|9", True, True),
+            (2, "agent_0", "navigate", "Fridge|9|9|9", True, True),
+            (2, "agent_1", "pickup", A0, False, False),  # rejected
+            (3, "agent_1", "wait", None, True, True),
+        ]
+    )
+    assert specialisation([t]) == pytest.approx(PARTIAL_SPLIT_NMI)
+
+
+def test_specialisation_is_zero_when_one_agent_or_one_type_has_every_decision() -> None:
+    one_agent = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (1, "agent_0", "put", "Fridge|9|9|9", True, True),
+        ]
+    )
+    one_type = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (0, "agent_1", "pickup", A1, True, True),
+        ]
+    )
+    assert specialisation([one_agent]) == 0.0 and specialisation([one_type]) == 0.0
+
+
+def test_run_metrics_pool_the_decisions_of_every_episode() -> None:
+    first = trace(
+        skills=[
+            (0, "agent_0", "pickup", A0, True, True),
+            (0, "agent_1", "pickup", A1, True, False),
+        ]
+    )
+    second = trace(
+        skills=[
+            (0, "agent_0", "pickup", A1, True, True),
+            (1, "agent_1", "put", "Fridge|9|9|9", True, True),
+        ]
+    )
+    assert run_metrics(iter([first, second])) == {
+        "specialisation": pytest.approx(PARTIAL_SPLIT_NMI)
+    }
