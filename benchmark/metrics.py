@@ -58,6 +58,8 @@ def _checklist(trace: dict[str, Any]) -> list[dict[str, Any]]:
             f"{TRACE_FORMAT} (checklist atoms as records)"
         )
     checklist = trace["checklist"]
+    if not checklist:
+        raise ValueError("the trace's checklist is empty: every task's goal grounds to atoms")
     if len(checklist) != len(trace["final"]["satisfied"]):
         raise ValueError(
             f"the trace's checklist has {len(checklist)} atoms but final.satisfied has "
@@ -180,14 +182,14 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
     messages = trace["messages"]
     return {
         "SR": float(bool(final["success"])),
-        "TR": sum(satisfied) / n_atoms if n_atoms else 0.0,
-        "C": len(acted) / len(targets) if targets else 0.0,
+        "TR": sum(satisfied) / n_atoms,
+        "C": len(acted) / len(targets),
         "B": balance(shares),
         "L": final["ticks"],
         "L_decisions": decisions,
         "workload_entropy": workload_entropy(shares),
         "workload_gini": gini(shares),
-        "redundancy": sum(len(a) > 1 for a in attempts.values()) / n_atoms if n_atoms else 0.0,
+        "redundancy": sum(len(a) > 1 for a in attempts.values()) / n_atoms,
         "wasted_action_rate": (failed + idle) / decisions if decisions else 0.0,
         "blocked_ticks": blocked,
         "collisions": collisions,

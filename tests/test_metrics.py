@@ -288,6 +288,10 @@ def test_traces_of_another_format_or_inconsistent_length_are_rejected() -> None:
     short["checklist"] = short["checklist"][:1]
     with pytest.raises(ValueError, match="checklist has 1 atoms"):
         episode_metrics(short)
+    empty = trace()
+    empty["checklist"], empty["final"]["satisfied"] = [], []
+    with pytest.raises(ValueError, match="checklist is empty"):
+        episode_metrics(empty)
 
 
 def test_balance_needs_at_least_one_agent() -> None:

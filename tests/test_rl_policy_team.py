@@ -15,11 +15,11 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from baselines.rl.agent_view import AgentView
-from baselines.rl.config import EvalConfig, RolloutConfig, SFTConfig
+from baselines.rl.config import EvalSettings, RolloutSettings, SFTConfig
 from baselines.rl.evaluate import evaluate_policy, format_row, held_out_entries, training_config
 from baselines.rl.policy import LoraOptions, Policy
 from baselines.rl.policy_team import PolicyTeam, sampling_seed
-from baselines.rl.rollout import EpisodeSpec, RolloutOptions, play_episode
+from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
 from baselines.rl.sft import run_sft
 from benchmark.agents import make_team
@@ -55,7 +55,7 @@ def model(tmp_path_factory) -> Path:
 
 
 def _reference_play(
-    generators: dict[str, Policy], spec: EpisodeSpec, options: RolloutOptions
+    generators: dict[str, Policy], spec: EpisodeSpec, options: RolloutSettings
 ) -> tuple[dict[str, list[list[Any]]], str]:
     """The episode loop training rollouts ran before they were played by the policy team on
     ``run_episode``: the behaviour the team must reproduce token for token. Per agent, its
@@ -124,13 +124,13 @@ def test_rollouts_on_the_episode_loop_play_exactly_the_reference_loop(
     shared = Policy(model, threads=1)
     if mode == "per_step":
         generators = {"shared": shared}
-        options = RolloutOptions(max_tokens=8, temperature=0.9, history=1)
+        options = RolloutSettings(max_tokens=8, temperature=0.9, history=1)
     else:
         other = Policy(model, threads=1)
         with torch.no_grad():
             other.model.lm_head.weight.mul_(1.5)  # a second, different policy for agent_1
         generators = {"agent_0": shared, "agent_1": other}
-        options = RolloutOptions(mode="concat", max_context=160, max_tokens=8)
+        options = RolloutSettings(mode="concat", max_context=160, max_tokens=8)
     spec = EpisodeSpec(TASK, 2, 4, "train", gen_seed=29)
     expected, trace_hash = _reference_play(generators, spec, options)
     result = play_episode(generators, spec, options, keep_trace=True)
@@ -180,7 +180,7 @@ def test_the_policy_config_carries_the_training_defaults_and_is_registered(
     cfg = _run_cfg(tmp_path, "baseline=policy", f"baseline.checkpoint={model}")
     kwargs = OmegaConf.to_container(cfg.baseline.kwargs, resolve=True)
     assert kwargs["checkpoint"] == str(model) and kwargs["adapter"] is None
-    rollout, evaluation = RolloutConfig(), EvalConfig()
+    rollout, evaluation = RolloutSettings(), EvalSettings()
     for name in ("history", "max_objects", "max_tokens", "top_p", "mode", "max_context"):
         assert kwargs[name] == getattr(rollout, name), name
     assert kwargs["temperature"] == evaluation.temperature
@@ -265,7 +265,7 @@ def test_a_lora_adapter_is_applied_on_the_checkpoint(model: Path, tmp_path: Path
     result = play_episode(
         adapted.generators["shared"],
         EpisodeSpec(TASK, 2, 2, "train", gen_seed=5),
-        RolloutOptions(max_tokens=6),
+        RolloutSettings(max_tokens=6),
     )
     batch = collate(episode_samples(result), lora.tokenizer.pad_token_id)
     with torch.no_grad():

@@ -21,9 +21,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from baselines.rl.app import train
-from baselines.rl.config import SFTConfig, TrainConfig, register_configs
+from baselines.rl.config import RolloutSettings, SFTConfig, TrainConfig, register_configs
 from baselines.rl.policy import Policy
-from baselines.rl.rollout import EpisodeSpec, RolloutOptions, play_episode
+from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
 from baselines.rl.sft import run_sft
 from baselines.rl.trainer import Trainer
@@ -75,8 +75,8 @@ def _cfg(model: Path, out: Path, **overrides) -> OmegaConf:
 def test_generated_ids_and_logprobs_are_kept_exactly(sft_model: Path) -> None:
     policy = Policy(sft_model, threads=1)
     spec = EpisodeSpec(TASK, 2, 3, "train", gen_seed=11)
-    result = play_episode(policy, spec, RolloutOptions(max_tokens=8))
-    again = play_episode(policy, spec, RolloutOptions(max_tokens=8))
+    result = play_episode(policy, spec, RolloutSettings(max_tokens=8))
+    again = play_episode(policy, spec, RolloutSettings(max_tokens=8))
     first = [d.gen_ids for ds in result.decisions.values() for d in ds]
     assert first == [d.gen_ids for ds in again.decisions.values() for d in ds]  # seeded
     batch = collate(episode_samples(result), policy.tokenizer.pad_token_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,42 +21,13 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS
+from baselines.rl.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.rollout import RolloutSettings
 from baselines.rl.samples import GROUP_BY, RETURN_MODES
-from baselines.rl.workers import GENERATORS
 from benchmark.runner.config import LoggerConfig, RayConfig
-from benchmark.tasks import AMBIGUITY_LEVELS
 
 SHARING = ("shared", "per_agent")
-ROLLOUT_MODES = ("per_step", "concat")
-
-
-class ConfigError(ValueError):
-    """A config value outside its allowed values; ``field`` is its (dotted) name."""
-
-    def __init__(self, field: str, value: Any, requirement: str) -> None:
-        self.field, self.value, self.requirement = field, value, requirement
-        super().__init__(f"{field}={value!r} {requirement}")
-
-    def within(self, section: str) -> ConfigError:
-        """The same error, named from the enclosing ``section``."""
-        return ConfigError(f"{section}.{self.field}", self.value, self.requirement)
-
-
-def _one_of(obj: Any, name: str, allowed: Iterable[str]) -> None:
-    allowed = list(allowed)
-    if getattr(obj, name) not in allowed:
-        raise ConfigError(name, getattr(obj, name), f"is not one of {allowed}")
-
-
-def _at_least(obj: Any, minimum: float, *names: str) -> None:
-    for name in names:
-        if getattr(obj, name) < minimum:
-            raise ConfigError(name, getattr(obj, name), f"must be >= {minimum}")
-
-
-def _in_range(obj: Any, name: str, low: float, high: float) -> None:
-    if not low <= getattr(obj, name) <= high:
-        raise ConfigError(name, getattr(obj, name), f"must be in [{low}, {high}]")
+GENERATORS = ("torch", "vllm")  # rollout generation: torch here, vLLM on a GPU
 
 
 @dataclass(frozen=True)
@@ -88,18 +59,18 @@ class AlgoSettings:
     max_grad_norm: float = 1.0  # gradient clipping
 
     def __post_init__(self) -> None:
-        _one_of(self, "name", ALGORITHMS)
-        _one_of(self, "kl_estimator", KL_ESTIMATORS)
-        _one_of(self, "loss_agg", AGGREGATIONS)
-        _one_of(self, "return_mode", RETURN_MODES)
+        one_of(self, "name", ALGORITHMS)
+        one_of(self, "kl_estimator", KL_ESTIMATORS)
+        one_of(self, "loss_agg", AGGREGATIONS)
+        one_of(self, "return_mode", RETURN_MODES)
         if set(self.group_by) - set(GROUP_BY):
             raise ConfigError("group_by", list(self.group_by), f"may only hold {list(GROUP_BY)}")
-        _in_range(self, "clip_low", 0.0, 1.0)
-        _in_range(self, "gamma", 0.0, 1.0)
-        _in_range(self, "lam", 0.0, 1.0)
-        _in_range(self, "turn_gamma", 0.0, 1.0)
-        _at_least(self, 0.0, "clip_high", "kl_coef", "vf_coef", "value_clip", "weight_decay")
-        _at_least(self, 1, "ppo_epochs", "minibatch_size")
+        in_range(self, "clip_low", 0.0, 1.0)
+        in_range(self, "gamma", 0.0, 1.0)
+        in_range(self, "lam", 0.0, 1.0)
+        in_range(self, "turn_gamma", 0.0, 1.0)
+        at_least(self, 0.0, "clip_high", "kl_coef", "vf_coef", "value_clip", "weight_decay")
+        at_least(self, 1, "ppo_epochs", "minibatch_size")
         if self.dual_clip is not None and self.dual_clip <= 1:
             raise ConfigError("dual_clip", self.dual_clip, "must be > 1 (or null: off)")
         for name in ("beta", "lr", "max_grad_norm"):
@@ -119,38 +90,15 @@ class PolicySettings:
     device: str = "cpu"  # torch device of the trainer's model
 
     def __post_init__(self) -> None:
-        _one_of(self, "sharing", SHARING)
-        _one_of(self, "generator", GENERATORS)
-        _at_least(self, 1, "lora_r", "lora_alpha")
+        one_of(self, "sharing", SHARING)
+        one_of(self, "generator", GENERATORS)
+        at_least(self, 1, "lora_r", "lora_alpha")
         if self.sharing == "per_agent" and self.generator == "vllm":
             raise ConfigError(
                 "sharing",
                 self.sharing,
                 "needs one vLLM engine per agent; use generator=torch or sharing=shared",
             )
-
-
-@dataclass(frozen=True)
-class RolloutSettings:
-    mode: str = "per_step"  # per_step (bounded history) | concat (one sequence per agent)
-    history: int = 2  # past actions a per_step prompt repeats
-    max_objects: int = 8  # known objects a prompt lists
-    max_tokens: int = 12  # tokens generated per decision
-    temperature: float = 1.0  # rollout sampling temperature
-    top_p: float = 1.0  # rollout nucleus sampling
-    max_context: int = 1024  # concat: longer agent sequences start a new segment
-    reward_sharing: float = 0.7  # alpha: team share of each agent's reward
-    comm: bool = True  # messages delivered
-    ambiguity: str = "types"  # instruction phrasing
-
-    def __post_init__(self) -> None:
-        _one_of(self, "mode", ROLLOUT_MODES)
-        _one_of(self, "ambiguity", AMBIGUITY_LEVELS)
-        _at_least(self, 0, "history", "temperature")
-        _at_least(self, 1, "max_objects", "max_tokens", "max_context")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError("top_p", self.top_p, "must be in (0, 1]")
-        _in_range(self, "reward_sharing", 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -166,7 +114,7 @@ class DataSettings:
     def __post_init__(self) -> None:
         if not self.tasks:
             raise ConfigError("tasks", list(self.tasks), "must name at least one task")
-        _at_least(self, 1, "n_agents", "seed_count", "seeds_per_step", "group_size")
+        at_least(self, 1, "n_agents", "seed_count", "seeds_per_step", "group_size")
 
 
 @dataclass(frozen=True)
@@ -178,7 +126,7 @@ class EvalSettings:
     temperature: float = 1.0  # the policy's own sampling (0: greedy, which loops on ties)
 
     def __post_init__(self) -> None:
-        _at_least(self, 0, "every", "episodes", "temperature")
+        at_least(self, 0, "every", "episodes", "temperature")
 
 
 @dataclass(frozen=True)
@@ -201,8 +149,8 @@ class TrainSettings:
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory
 
     def __post_init__(self) -> None:
-        _at_least(self, 0, "steps", "max_minutes", "workers", "keep_checkpoints")
-        _at_least(self, 1, "threads", "checkpoint_every")
+        at_least(self, 0, "steps", "max_minutes", "workers", "keep_checkpoints")
+        at_least(self, 1, "threads", "checkpoint_every")
 
 
 _Settings = TypeVar("_Settings")

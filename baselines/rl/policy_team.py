@@ -33,7 +33,7 @@ from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.llm.base import Sampling
 
-MODES = ("per_step", "concat")
+MODES = ("per_step", "concat")  # per_step: a fresh prompt per decision; concat: one sequence
 SEED_STRIDE = 1_000_003  # sampling seed of step k: episode_seed * SEED_STRIDE + k
 
 

@@ -16,17 +16,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from baselines.rl.checks import ConfigError, at_least, in_range, one_of
 from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
+from benchmark.tasks import AMBIGUITY_LEVELS
 
 __all__ = [
     "Decision",
     "EpisodeResult",
     "EpisodeSpec",
     "Generator",
-    "RolloutOptions",
+    "RolloutSettings",
     "RolloutWorker",
     "play_episode",
 ]
@@ -47,25 +49,32 @@ class EpisodeSpec:
 
 
 @dataclass(frozen=True)
-class RolloutOptions:
-    """How episodes are played (all of it is part of the training config)."""
+class RolloutSettings:
+    """How episodes are played: the prompt view, sampling and the env options (one comment per
+    field; part of the training config as ``rollout``)."""
 
-    mode: str = "per_step"  # per_step | concat
-    history: int = 2  # past actions repeated in a per_step prompt
-    max_objects: int = 8  # known objects listed in a prompt
-    max_tokens: int = 12  # generated tokens per decision
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_context: int = 1024  # concat: a longer agent sequence starts a new segment
-    reward_sharing: float = 0.7  # alpha of the env reward
-    comm: bool = True
-    ambiguity: str = "types"
+    mode: str = "per_step"  # per_step (bounded history) | concat (one sequence per agent)
+    history: int = 2  # past actions a per_step prompt repeats
+    max_objects: int = 8  # known objects a prompt lists
+    max_tokens: int = 12  # tokens generated per decision
+    temperature: float = 1.0  # rollout sampling temperature
+    top_p: float = 1.0  # rollout nucleus sampling
+    max_context: int = 1024  # concat: longer agent sequences start a new segment
+    reward_sharing: float = 0.7  # alpha: team share of each agent's reward
+    comm: bool = True  # messages delivered
+    ambiguity: str = "types"  # instruction phrasing
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode={self.mode!r} must be one of {list(MODES)}")
+        one_of(self, "mode", MODES)
+        one_of(self, "ambiguity", AMBIGUITY_LEVELS)
+        at_least(self, 0, "history", "temperature")
+        at_least(self, 1, "max_objects", "max_tokens", "max_context")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError("top_p", self.top_p, "must be in (0, 1]")
+        in_range(self, "reward_sharing", 0.0, 1.0)
 
     def env_options(self, split: str) -> EnvOptions:
+        """The env options of a played episode drawn from scene split ``split``."""
         return EnvOptions(
             reward_sharing=self.reward_sharing,
             comm=self.comm,
@@ -75,15 +84,8 @@ class RolloutOptions:
 
     def team_options(self) -> dict[str, Any]:
         """The :class:`~baselines.rl.policy_team.PolicyTeam` arguments: view and sampling."""
-        return {
-            "history": self.history,
-            "max_objects": self.max_objects,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "mode": self.mode,
-            "max_context": self.max_context,
-        }
+        names = ("history", "max_objects", "max_tokens", "temperature", "top_p", "mode")
+        return {name: getattr(self, name) for name in (*names, "max_context")}
 
 
 @dataclass
@@ -100,7 +102,7 @@ class EpisodeResult:
 def play_episode(
     generators: Generator | dict[str, Generator],
     spec: EpisodeSpec,
-    options: RolloutOptions,
+    options: RolloutSettings,
     keep_trace: bool = False,
 ) -> EpisodeResult:
     """Play one episode: one generator for every agent, or ``{"shared": g}``, or one per
@@ -127,7 +129,7 @@ def play_episode(
 class RolloutWorker:
     """Plays episodes with its own copy of the policy (a Ray actor, or in-process)."""
 
-    def __init__(self, make_generators: dict[str, Any], options: RolloutOptions) -> None:
+    def __init__(self, make_generators: dict[str, Any], options: RolloutSettings) -> None:
         self.generators: dict[str, Generator] = {k: f() for k, f in make_generators.items()}
         self.options = options
 
@@ -141,7 +143,7 @@ class RolloutWorker:
         self,
         specs: list[EpisodeSpec],
         keep_trace: bool = False,
-        options: RolloutOptions | None = None,
+        options: RolloutSettings | None = None,
     ) -> list[EpisodeResult]:
         return [
             play_episode(self.generators, s, options or self.options, keep_trace) for s in specs

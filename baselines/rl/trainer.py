@@ -9,10 +9,10 @@ up in ``baselines/rl/algos.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,11 @@ from baselines.rl.algos import ALGORITHMS
 from baselines.rl.checkpoint import load_latest, save_checkpoint
 from baselines.rl.config import RolloutSettings, TrainSettings, train_settings
 from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
-from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions
+from baselines.rl.rollout import EpisodeResult, EpisodeSpec
 from baselines.rl.samples import Batch, Sample, collate, episode_samples
 from baselines.rl.update import update_policy
 from baselines.rl.workers import WorkerPool
 from benchmark.runner.loggers import namespaced
-
-
-def rollout_options(settings: RolloutSettings) -> RolloutOptions:
-    return RolloutOptions(**asdict(settings))
 
 
 def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str, float]:
@@ -96,7 +92,7 @@ class Trainer:
             self.optimizers[key] = torch.optim.AdamW(
                 list(policy.parameters()), lr=algo.lr, weight_decay=algo.weight_decay
             )
-        self.options = rollout_options(cfg.rollout)
+        self.options = cfg.rollout
         self.step = 0
         self.grad_norms: list[float] = []
         state = load_latest(self.root / "checkpoints") if cfg.resume else None
@@ -120,7 +116,7 @@ class Trainer:
         self,
         specs: list[EpisodeSpec],
         keep_trace: bool = False,
-        options: RolloutOptions | None = None,
+        options: RolloutSettings | None = None,
     ) -> list[EpisodeResult]:
         """Play ``specs`` on the workers; results in spec order."""
         return self.pool.play(specs, keep_trace, options)
@@ -164,9 +160,7 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Held-out episodes with the evaluation temperature."""
         self.sync_weights()
-        options = RolloutOptions(
-            **{**self.options.__dict__, "temperature": self.cfg.eval.temperature}
-        )
+        options = dataclasses.replace(self.options, temperature=self.cfg.eval.temperature)
         return episode_summary(self.play(self.eval_specs(), options=options), "eval/")
 
     # ------------------------------------------------------------------ update

@@ -7,13 +7,12 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baselines.rl.config import GENERATORS, RolloutSettings
 from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutOptions, RolloutWorker
+from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutWorker
 
 if TYPE_CHECKING:
     from baselines.rl.config import TrainSettings
-
-GENERATORS = ("torch", "vllm")
 
 
 def make_generator(kind: str, model_dir: str, lora: LoraOptions | None, threads: int = 1):
@@ -42,7 +41,7 @@ class WorkerPool:
         self,
         cfg: TrainSettings,
         policies: dict[str, Policy],
-        options: RolloutOptions,
+        options: RolloutSettings,
         model_dir: str,
         lora: LoraOptions | None,
         root: Path,
@@ -109,7 +108,7 @@ class WorkerPool:
         self,
         specs: list[EpisodeSpec],
         keep_trace: bool = False,
-        options: RolloutOptions | None = None,
+        options: RolloutSettings | None = None,
     ) -> list[EpisodeResult]:
         """Play ``specs`` (with ``options`` instead of the training ones if given); results in
         spec order."""
