@@ -290,7 +290,7 @@ def test_traces_of_another_format_or_inconsistent_length_are_rejected() -> None:
         episode_metrics(short)
     empty = trace()
     empty["checklist"], empty["final"]["satisfied"] = [], []
-    with pytest.raises(ValueError, match="checklist is empty"):
+    with pytest.raises(ValueError, match=r"^the trace.s checklist is empty: every task"):
         episode_metrics(empty)
 
 
