@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 import torch
+from helpers.tiny_policy import warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from baselines.rl.agent_view import AgentView
-from baselines.rl.config import EvalSettings, RolloutSettings, SFTConfig
+from baselines.rl.config import EvalSettings, RolloutSettings
 from baselines.rl.evaluate import evaluate_policy, format_row, held_out_entries, training_config
 from baselines.rl.policy import LoraOptions, Policy
 from baselines.rl.policy_team import PolicyTeam, sampling_seed
 from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
-from baselines.rl.sft import run_sft
 from benchmark.agents import make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.replay import replay
@@ -38,19 +38,8 @@ TEAM = "baselines.rl.policy_team:PolicyTeam"
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     """A tiny policy warm-started on a few heuristic episodes."""
-    cfg = OmegaConf.structured(SFTConfig)
     out = tmp_path_factory.mktemp("sft")
-    cfg.merge_with(
-        {
-            "episodes": 4,
-            "epochs": 1,
-            "tiny": {"hidden": 32, "layers": 2, "heads": 4, "vocab": 500},
-            "name": None,
-            "threads": 1,
-            "output_dir": str(out),
-        }
-    )
-    run_sft(cfg, out, log=lambda *_: None)
+    warm_started_policy(out, episodes=4, threads=1)
     return out / "model"
 
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.tiny_policy import warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from baselines.rl.app import train
-from baselines.rl.config import RolloutSettings, SFTConfig, TrainConfig, register_configs
+from baselines.rl.config import RolloutSettings, TrainConfig, register_configs
 from baselines.rl.policy import Policy
 from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
-from baselines.rl.sft import run_sft
 from baselines.rl.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,18 +35,8 @@ TASK = "transport_apple_fridge_v0"
 @pytest.fixture(scope="session")
 def sft_model(tmp_path_factory) -> Path:
     """A tiny policy warm-started on a few heuristic episodes (tokenizer trained on them)."""
-    cfg = OmegaConf.structured(SFTConfig)
     out = tmp_path_factory.mktemp("sft")
-    cfg.merge_with(
-        {
-            "episodes": 6,
-            "epochs": 1,
-            "tiny": {"hidden": 32, "layers": 2, "heads": 4, "vocab": 500},
-            "name": None,
-            "output_dir": str(out),
-        }
-    )
-    result = run_sft(cfg, out, log=lambda *_: None)
+    result = warm_started_policy(out, episodes=6)
     assert result["demonstrations"] > 50 and result["epoch_losses"][0] > 0
     demos = (out / "demos.jsonl").read_text().splitlines()
     assert all(json.loads(d)["prompt"].endswith("Action:") for d in demos)
