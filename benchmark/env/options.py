@@ -21,6 +21,8 @@ class EnvOptions:
         success_bonus: reward every agent gets when the checklist is complete.
         split: scene split used when the scene is chosen by seed.
         strict_agents: reject agent counts outside the task's range.
+        challenge: the id of the leaderboard challenge the episode answers (recorded in the
+            trace; no effect on play).
     """
 
     action_level: str = "skill"
@@ -33,6 +35,7 @@ class EnvOptions:
     success_bonus: float = 1.0
     split: str | None = None
     strict_agents: bool = True
+    challenge: str | None = None
 
     def __post_init__(self) -> None:
         choices = {

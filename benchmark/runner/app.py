@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchmark.runner.challenge import load_challenge
 from benchmark.runner.config import RunConfig
 from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
 from benchmark.runner.jobs import Job
@@ -33,57 +34,82 @@ def _as_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list | tuple) or OmegaConf.is_list(value) else [value]
 
 
+def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
+    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds, or the
+    episodes of the challenge file ``cfg.challenge``."""
+    sizes_of = {e.task: _as_list(cfg.n_agents) or list(e.n_agents) for e in cfg.suite.entries}
+    if not cfg.challenge:
+        cells = []
+        for entry in cfg.suite.entries:
+            seeds = _as_list(cfg.seeds) or list(entry.seeds)
+            if not seeds:
+                raise ValueError(
+                    f"suite {cfg.suite.name!r} entry {entry.task}: no seeds; the seeds of this "
+                    "suite are hidden: run a challenge (challenge=<challenge file>)"
+                )
+            cells += [(entry, int(s), sizes_of[entry.task], None) for s in seeds]
+        return cells
+    challenge = load_challenge(cfg.challenge)
+    if (challenge.suite, challenge.suite_version) != (cfg.suite.name, cfg.suite.version):
+        raise ValueError(
+            f"challenge {challenge.id} is for suite {challenge.suite} "
+            f"{challenge.suite_version}, the run's suite is {cfg.suite.name} {cfg.suite.version}"
+        )
+    if cfg.seeds is not None or cfg.n_agents is not None:
+        raise ValueError("a challenge fixes the episodes: do not set seeds or n_agents with it")
+    entries = {e.task: e for e in cfg.suite.entries}
+    cells = []
+    for ep in challenge.episodes:
+        entry = entries.get(ep.task)
+        if entry is None or ep.n_agents not in sizes_of[ep.task]:
+            raise ValueError(
+                f"challenge {challenge.id}: episode {ep} is not a cell of suite {cfg.suite.name}"
+            )
+        cells.append((entry, ep.seed, [ep.n_agents], ep.scene))
+    return cells
+
+
 def build_jobs(cfg: DictConfig) -> list[Job]:
     """Every episode of the run, the one-agent references included when ``reference`` is set."""
     if not cfg.suite.entries:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
     baseline = cfg.baseline
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
+    if cfg.challenge:
+        env_options["challenge"] = load_challenge(cfg.challenge).id
     team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
-    jobs: list[Job] = []
-    for entry in cfg.suite.entries:
-        task = resolve_task(entry.task)
-        source = task_source(task) or {"path": "", "sha256": ""}
-        files = {"task_file": source["path"], "task_sha256": source["sha256"]}
-        sizes = _as_list(cfg.n_agents) or list(entry.n_agents)
-        seeds = _as_list(cfg.seeds) or list(entry.seeds)
+    tasks = {e.task: resolve_task(e.task) for e in cfg.suite.entries}
+    cells = _cells(cfg)
+    for entry, _, sizes, _ in cells:
+        task = tasks[entry.task]
         for n in sizes:
             if not task.min_agents <= n <= task.max_agents:
                 raise ValueError(
                     f"suite entry {entry.task}: n_agents={n} is outside the task's "
                     f"range {task.min_agents}-{task.max_agents}"
                 )
-        for comm in _as_list(cfg.comm):
-            for seed in seeds:
-                for n in sizes:
-                    jobs.append(
-                        Job(
-                            task.id,
-                            entry.split,
-                            int(n),
-                            int(seed),
-                            bool(comm),
-                            baseline.name,
-                            team_kwargs,
-                            env_options,
-                            **files,
-                        )
-                    )
-                if cfg.reference and not cfg.reference_from and 1 not in sizes:
-                    jobs.append(
-                        Job(
-                            task.id,
-                            entry.split,
-                            1,
-                            int(seed),
-                            bool(comm),
-                            baseline.name,
-                            team_kwargs,
-                            env_options,
-                            reference=True,
-                            **files,
-                        )
-                    )
+    jobs: list[Job] = []
+    for comm in _as_list(cfg.comm):
+        for entry, seed, sizes, scene in cells:
+            task = tasks[entry.task]
+            source = task_source(task) or {"path": "", "sha256": ""}
+            common = {
+                "task": task.id,
+                "split": entry.split,
+                "seed": seed,
+                "comm": bool(comm),
+                "baseline": baseline.name,
+                "team_kwargs": team_kwargs,
+                "env_options": env_options,
+                "task_file": source["path"],
+                "task_sha256": source["sha256"],
+                "scene": scene,
+            }
+            jobs += [Job(n_agents=int(n), **common) for n in sizes]
+            if cfg.reference and not cfg.reference_from and 1 not in sizes:
+                reference = Job(n_agents=1, reference=True, **common)
+                if reference.key not in {j.key for j in jobs}:  # cells may share a reference
+                    jobs.append(reference)
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the suite lists the same episode twice")

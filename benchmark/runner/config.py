@@ -71,6 +71,7 @@ class RunConfig:
     )  # comm settings; [true,false] pairs runs
     workers: int = 2  # Ray workers; 0 runs every episode inline in this process
     reference: bool = True  # also run the one-agent reference for speedup
+    challenge: str | None = None  # a challenge file (hidden-seed suites): run exactly its episodes
     reference_from: str | None = None  # a previous run directory whose one-agent rows serve instead
     replay: bool = False  # write a top-down GIF and an episode.html viewer per episode
     retries: int = 1  # retries of an episode that raises before it is recorded as an error

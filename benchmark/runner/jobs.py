@@ -37,13 +37,15 @@ class Job:
     reference: bool = False
     task_file: str = ""
     task_sha256: str = ""
+    scene: str | None = None  # set by a challenge; otherwise the seed chooses it in the split
 
     @property
     def key(self) -> str:
         """Unique, readable id of the episode within a run."""
         role = "ref" if self.reference else "run"
+        where = self.split if self.scene is None else f"{self.split}/{self.scene}"
         return (
-            f"{self.baseline}/{self.task}/{self.split}/n{self.n_agents}/s{self.seed}/"
+            f"{self.baseline}/{self.task}/{where}/n{self.n_agents}/s{self.seed}/"
             f"comm{int(self.comm)}/{role}"
         )
 
@@ -62,7 +64,7 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
     options = {**job.env_options, "comm": job.comm, "split": job.split}
     if job.reference:
         options["strict_agents"] = False
-    env = make_env(task, n_agents=job.n_agents, seed=job.seed, **options)
+    env = make_env(task, scene=job.scene, n_agents=job.n_agents, seed=job.seed, **options)
     team = make_team(job.baseline, **job.team_kwargs)
     try:
         trace = run_episode(env, team, seed=job.seed)
