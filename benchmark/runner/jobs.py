@@ -6,6 +6,7 @@ error row carrying the message, so nothing is ever silently dropped.
 
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -101,14 +102,18 @@ def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
     }
     errors = []
     for attempt in range(retries + 1):
+        start = time.perf_counter()
         try:
             row, trace = _episode(job)
         except Exception as err:  # any failure of one episode is recorded, never fatal
             errors.append(f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=4)}")
             continue
+        # Wall time is a resource figure of the row (reported, e.g. on the leaderboard); it is
+        # not part of the trace and affects no result.
+        wall = round(time.perf_counter() - start, 3)
         return {
             "job": asdict(job),
-            "row": {**base, **row, "status": "ok", "attempts": attempt + 1},
+            "row": {**base, **row, "status": "ok", "attempts": attempt + 1, "wall_s": wall},
             "trace": trace,
         }
     row = {
