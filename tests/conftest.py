@@ -1,13 +1,16 @@
-"""Shared fixtures: the real iTHOR scene assets, fetched and built once per machine."""
+"""Shared fixtures: the real iTHOR scene assets, fetched and built once per machine, and a real
+PostgreSQL cluster per test process."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.postgres import PostgresCluster, find_pg_bin
 
 from benchmark.assets import ALFWORLD, PROCTHOR, raw_dir
 from benchmark.paths import cache_dir
@@ -81,3 +84,25 @@ def pytest_configure(config: pytest.Config) -> None:
     # Tests that need Ray start their own local instance, one per test process (pytest-xdist
     # worker); none may join a cluster named in the environment, which workers would share.
     os.environ.pop("RAY_ADDRESS", None)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """A real PostgreSQL cluster of this test process (one per pytest-xdist worker), started
+    in a temporary directory and removed at the end; a machine without PostgreSQL fails."""
+    try:
+        bin_dir = find_pg_bin()
+    except FileNotFoundError as err:
+        pytest.fail(str(err))
+    cluster = PostgresCluster(bin_dir)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres: PostgresCluster) -> str:
+    """The URL of this test session's database on the cluster."""
+    return postgres.create_database(f"session_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")

@@ -1,0 +1,2 @@
+"""The leaderboard's database: models (:mod:`.models`) and engines, sessions and schema
+upgrades (:mod:`.session`)."""
