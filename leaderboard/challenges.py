@@ -19,14 +19,11 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
-import yaml
 
 from benchmark.episode import make_episode
-from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.challenge import Challenge, ChallengeEpisode
 from benchmark.tasks import load_task
+from leaderboard.tracks import load_suite
 
 # The hidden pool: [low, high). Published suites use small seeds, all below it.
 SEED_POOL = (1_000_000, 2**31)
@@ -43,18 +40,6 @@ class Cell:
     split: str
     scene: str
     n_agents: int
-
-
-def load_suite(name: str) -> dict[str, Any]:
-    """The suite file ``configs/suite/<name>.yaml`` (name, version, entries)."""
-    path = CONFIGS_DIR / "suite" / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in (CONFIGS_DIR / "suite").glob("*.yaml"))
-        raise ValueError(f"unknown suite {name!r}; suites are {known}")
-    suite = yaml.safe_load(path.read_text())
-    if not isinstance(suite, dict) or not isinstance(suite.get("entries"), list):
-        raise ValueError(f"{path}: expected a mapping with a list of 'entries'")
-    return suite
 
 
 def _sets_up(task: str, scene: str, n_agents: int, seed: int, split: str) -> bool:
@@ -75,27 +60,24 @@ def suite_cells(suite: str, scenes: int) -> tuple[str, tuple[Cell, ...]]:
     if scenes < 1:
         raise ValueError(f"scenes={scenes} must be >= 1")
     data = load_suite(suite)
+    if not data.hidden:
+        raise ValueError(f"suite {suite!r} publishes seeds; challenges are for hidden-seed suites")
     cells = []
-    for k, entry in enumerate(data["entries"]):
-        if entry.get("seeds"):
-            raise ValueError(
-                f"suite {suite!r} entry {k} ({entry.get('task')}) publishes seeds; challenges "
-                "are for hidden-seed suites"
-            )
-        spec = load_task(entry["task"])
-        for n in entry["n_agents"]:
+    for k, entry in enumerate(data.entries):
+        spec = load_task(entry.task)
+        for n in entry.n_agents:
             chosen = [
                 s
-                for s in spec.eligible_scenes(entry["split"])
-                if _sets_up(spec.id, s, n, PROBE_SEED, entry["split"])
+                for s in spec.eligible_scenes(entry.split)
+                if _sets_up(spec.id, s, n, PROBE_SEED, entry.split)
             ][:scenes]
             if not chosen:
                 raise ValueError(
                     f"suite {suite!r} entry {k}: task {spec.id} sets up in no scene of split "
-                    f"{entry['split']!r} with {n} agents"
+                    f"{entry.split!r} with {n} agents"
                 )
-            cells += [Cell(spec.id, entry["split"], s, n) for s in chosen]
-    return str(data["version"]), tuple(cells)
+            cells += [Cell(spec.id, entry.split, s, n) for s in chosen]
+    return data.version, tuple(cells)
 
 
 def draw_seed(secret: bytes, team: str, challenge_id: str, cell: Cell, draw: int = 0) -> int:

@@ -144,7 +144,7 @@ def test_a_cell_that_never_sets_up_is_an_error_not_a_silent_gap() -> None:
 
 
 def test_only_hidden_seed_suites_issue_challenges() -> None:
-    with pytest.raises(ValueError, match=r"'smoke' entry 0 .* publishes seeds"):
+    with pytest.raises(ValueError, match=r"suite 'smoke' publishes seeds"):
         _issue_suite("smoke")
     with pytest.raises(ValueError, match=r"unknown suite 'nope'; suites are \[.*'test'"):
         _issue_suite("nope")
