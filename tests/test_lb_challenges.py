@@ -146,7 +146,7 @@ def test_a_cell_that_never_sets_up_is_an_error_not_a_silent_gap() -> None:
 def test_only_hidden_seed_suites_issue_challenges() -> None:
     with pytest.raises(ValueError, match=r"suite 'smoke' publishes seeds"):
         _issue_suite("smoke")
-    with pytest.raises(ValueError, match=r"unknown suite 'nope'; suites are \[.*'test'"):
+    with pytest.raises(ValueError, match=r"unknown suite 'nope'; known suites are \[.*'test'"):
         _issue_suite("nope")
     with pytest.raises(ValueError, match="now: give a timezone-aware datetime"):
         issue_challenge(SECRET, "a", "test", now=datetime(2030, 1, 1),
