@@ -26,7 +26,7 @@ def replay_frames(trace: dict[str, Any], pixels_per_metre: int = 40) -> list:
     for step in trace["decisions"]:
         if not env.agents:
             break
-        env.step(step["actions"], on_tick=draw)
+        env.step(step["actions"], on_tick=draw, observe=False)
     return frames
 
 

@@ -117,7 +117,7 @@ class CollabEnv(ParallelEnv):
         self.recorder = TraceRecorder(ep, asdict(o), self.instruction, self.satisfied)
         return self._observations(self._deliver()), self._infos()
 
-    def step(self, actions: dict[str, Any], on_tick: TickHook | None = None):
+    def step(self, actions: dict[str, Any], on_tick: TickHook | None = None, observe: bool = True):
         """Start the deciding agents' skills and run ticks until someone must decide again.
 
         Args:
@@ -125,6 +125,8 @@ class CollabEnv(ParallelEnv):
                 entries are ignored, and a missing or unparseable one is a failed action.
             on_tick: called with the world after every tick (to draw frames, say); it must
                 not change the world.
+            observe: build the observations; replays, which read none, skip them (messages
+                are still delivered and objects still become known, so play is the same).
         Returns:
             PettingZoo's (observations, rewards, terminations, truncations, infos) for the agents
             alive before the step. Rewards add up over the ticks the step ran. When the episode
@@ -147,7 +149,8 @@ class CollabEnv(ParallelEnv):
                 break
         ended = all(self.satisfied) or all(self.finished)
         truncated = not ended and self._over()
-        obs, infos = self._observations(self._deliver()), self._infos()
+        inboxes = self._deliver()
+        obs, infos = (self._observations(inboxes) if observe else {}), self._infos()
         terms = dict.fromkeys(self.agents, ended)
         truncs = dict.fromkeys(self.agents, truncated)
         rews = {a: rewards[a] for a in self.agents}

@@ -57,7 +57,7 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
     for step in trace["decisions"]:
         if not env.agents:
             break
-        env.step(step["actions"])
+        env.step(step["actions"], observe=False)
     replayed = env.recorder.trace
     if "trace_hash" not in replayed:
         return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
