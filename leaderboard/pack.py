@@ -197,13 +197,27 @@ def _model(run: Run) -> str | None:
     return llm.get("model") or llm["backend"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m leaderboard.pack",
-        description="Pack one track of a run directory into a leaderboard submission bundle.",
-    )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a directory of benchmark.run")
-    parser.add_argument("-o", "--output", default="submission.tar.gz", help="bundle to write")
+SUBMISSION_OPTIONS = ("method", "description", "model", "parameters", "code_url", "paper_url")
+
+
+def describe(run: Run, **fields: Any) -> dict[str, Any]:
+    """The ``submission.yaml`` fields of a run: those given, the run's baseline as the method
+    and its LLM as the model when not given."""
+    unknown = sorted(set(fields) - set(SUBMISSION_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown submission field(s) {unknown}; valid: {SUBMISSION_OPTIONS}")
+    return {
+        "method": fields.get("method") or run.config["baseline"]["name"],
+        "description": fields.get("description") or "",
+        "model": fields.get("model") or _model(run),
+        "parameters": fields.get("parameters"),
+        "code_url": fields.get("code_url"),
+        "paper_url": fields.get("paper_url"),
+    }
+
+
+def add_submission_options(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of :func:`describe` (pack and submit share them)."""
     parser.add_argument("--method", help="method name (default: the run's baseline)")
     parser.add_argument("--description", default="", help="what the method does")
     parser.add_argument("--model", help="the model it runs (default: the run's LLM, if any)")
@@ -211,17 +225,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--code-url", help="http(s) link to the code")
     parser.add_argument("--paper-url", help="http(s) link to the paper")
     parser.add_argument("--track", help="track key, when the run holds several")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard.pack",
+        description="Pack one track of a run directory into a leaderboard submission bundle.",
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a directory of benchmark.run")
+    parser.add_argument("-o", "--output", default="submission.tar.gz", help="bundle to write")
+    add_submission_options(parser)
     args = parser.parse_args(argv)
     try:
-        run = read_run(args.run_dir)
-        submission = {
-            "method": args.method or run.config["baseline"]["name"],
-            "description": args.description,
-            "model": args.model or _model(run),
-            "parameters": args.parameters,
-            "code_url": args.code_url,
-            "paper_url": args.paper_url,
-        }
+        fields = {k: getattr(args, k) for k in SUBMISSION_OPTIONS}
+        submission = describe(read_run(args.run_dir), **fields)
         track = Track.from_key(args.track) if args.track else None
         out = pack_run(args.run_dir, args.output, submission, track)
     except (ValueError, OSError) as err:
