@@ -235,26 +235,34 @@ def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[s
     return reasons, jobs
 
 
-def verify_bundle(
-    bundle: Bundle,
-    challenge: Challenge | None = None,
-    check: Callable[..., EpisodeCheck] = verify_episode,
-    mapper: Callable[..., Any] = map,
-) -> Verdict:
-    """Verify a bundle against the server's registry (and, for a hidden-seed suite, the
-    ``challenge`` it answers).
+@dataclass(frozen=True)
+class Plan:
+    """The bundle-level checks of a bundle, and the episode checks still to run.
 
-    Bundle-level checks first: the suite and version exist, the challenge is the manifest's,
-    every run episode of the track is present (references are optional) and none is foreign,
-    listed twice or a copy of another's trace. Then ``mapper(check, refs, tracks, challenges,
-    rows, traces)`` (``map`` or a process pool's) checks every episode. ``ok`` only when all pass.
+    Attributes:
+        track: the bundle's track.
+        challenge: the id of the challenge it answers, else None.
+        reasons: bundle-level reasons (empty when every bundle-level check passed).
+        jobs: ``(ref, row, trace)`` per episode to replay (empty when ``reasons`` is not).
     """
+
+    track: Track
+    challenge: str | None
+    reasons: tuple[str, ...]
+    jobs: tuple[tuple[EpisodeRef, dict[str, Any], dict[str, Any]], ...]
+
+
+def plan(bundle: Bundle, challenge: Challenge | None = None) -> Plan:
+    """The cheap, bundle-level checks (no replay): the suite and version exist, the challenge
+    is the manifest's, every run episode of the track is present (references are optional) and
+    none is foreign, listed twice or a copy of another's trace. The server answers an upload
+    that fails them at once (422); the replays run later, in the worker pool."""
     track = bundle.track
     claimed = bundle.manifest["challenge"]
     cid = challenge.id if challenge is not None else None
 
-    def rejected(reasons: list[str]) -> Verdict:
-        return Verdict(False, track, cid, tuple(reasons), (), frozenset())
+    def rejected(reasons: list[str]) -> Plan:
+        return Plan(track, cid, tuple(reasons), ())
 
     try:
         hidden = load_suite(track.suite).hidden
@@ -270,11 +278,28 @@ def verify_bundle(
     reasons, jobs = _match(bundle, refs, hidden)
     if reasons:
         return rejected(reasons)
-    refs_, rows, traces = zip(*jobs, strict=True)
-    n = len(jobs)
-    checks = tuple(mapper(check, refs_, [track] * n, [cid] * n, rows, traces))
+    return Plan(track, cid, (), tuple(jobs))
+
+
+def verify_bundle(
+    bundle: Bundle,
+    challenge: Challenge | None = None,
+    check: Callable[..., EpisodeCheck] = verify_episode,
+    mapper: Callable[..., Any] = map,
+) -> Verdict:
+    """Verify a bundle against the server's registry (and, for a hidden-seed suite, the
+    ``challenge`` it answers): :func:`plan`'s bundle-level checks, then
+    ``mapper(check, refs, tracks, challenges, rows, traces)`` (``map`` or a process pool's)
+    checks every episode. ``ok`` only when all pass."""
+    checked = plan(bundle, challenge)
+    track, cid = checked.track, checked.challenge
+    if checked.reasons:
+        return Verdict(False, track, cid, checked.reasons, (), frozenset())
+    refs, rows, traces = zip(*checked.jobs, strict=True)
+    n = len(refs)
+    checks = tuple(mapper(check, refs, [track] * n, [cid] * n, rows, traces))
     run_hashes = frozenset(
-        c.trace_hash for c, ref in zip(checks, refs_, strict=True) if not ref.reference
+        c.trace_hash for c, ref in zip(checks, refs, strict=True) if not ref.reference
     )
     return Verdict(all(c.ok for c in checks), track, cid, (), checks, run_hashes)
 
