@@ -209,6 +209,24 @@ def challenge_submissions_since(session: Session, team_id: int, since: datetime)
     )
 
 
+def challenges_since(session: Session, team_id: int, since: datetime) -> int:
+    """Challenges issued to ``team_id`` after ``since``."""
+    return session.scalar(
+        select(func.count(models.Challenge.id)).where(
+            models.Challenge.team_id == team_id, models.Challenge.issued_at > since
+        )
+    )
+
+
+def submissions_since(session: Session, team_id: int, since: datetime) -> int:
+    """Submissions (any track, any state) that ``team_id`` made after ``since``."""
+    return session.scalar(
+        select(func.count(Submission.id)).where(
+            Submission.team_id == team_id, Submission.created_at > since
+        )
+    )
+
+
 # --- submissions ------------------------------------------------------------------------------
 
 

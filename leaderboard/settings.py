@@ -17,6 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from leaderboard.archive import Limits
+
 SECRET_BYTES = 32
 DB_SCHEMES = ("sqlite:///", "postgresql+psycopg://")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -80,6 +82,13 @@ class Settings:
     test_submissions_per_day: int = field(
         default=3, metadata=_help("test-track submissions a team may make in any 24 hours")
     )
+    submissions_per_hour: int = field(
+        default=60,
+        metadata=_help("submissions (any track) a team may make in any hour; 429 past it"),
+    )
+    challenges_per_day: int = field(
+        default=10, metadata=_help("challenges a team may request in any 24 hours; 429 past it")
+    )
     log_level: str = field(
         default="warning", metadata=_help(f"server log level, one of {list(LOG_LEVELS)}")
     )
@@ -103,6 +112,8 @@ class Settings:
             "max_ratio",
             "challenge_lifetime_h",
             "challenge_scenes",
+            "submissions_per_hour",
+            "challenges_per_day",
         )
         for name in positive:
             if not getattr(self, name) > 0:
@@ -123,6 +134,18 @@ class Settings:
     def database_url(self) -> str:
         """``db_url``, or the SQLite file in the data directory when it is empty."""
         return self.db_url or f"sqlite:///{self.data_dir / 'leaderboard.sqlite3'}"
+
+    @property
+    def bundle_limits(self) -> Limits:
+        """What an uploaded bundle may take (:class:`leaderboard.archive.Limits`)."""
+        mib = 1 << 20
+        return Limits(
+            max_bytes=int(self.max_upload_mb * mib),
+            max_unpacked_bytes=int(self.max_unpacked_mb * mib),
+            max_member_bytes=int(self.max_member_mb * mib),
+            max_members=self.max_members,
+            max_ratio=self.max_ratio,
+        )
 
     @property
     def bundles_dir(self) -> Path:

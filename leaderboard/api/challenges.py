@@ -1,0 +1,83 @@
+"""``POST /api/challenges``: the episodes of a hidden-seed test suite, drawn for one team.
+
+The answer is the challenge file that ``python -m benchmark.run suite=test
+challenge=challenge.json`` runs; a submission answering it names its id in the manifest (and
+every trace records it). See :mod:`leaderboard.challenges` for how the seeds are drawn.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from leaderboard import crud
+from leaderboard.auth import TeamIdentity, current_team
+from leaderboard.challenges import issue_challenge
+from leaderboard.db.session import get_session
+from leaderboard.settings import Settings
+from leaderboard.tracks import suites
+
+router = APIRouter(prefix="/api/challenges", tags=["challenges"])
+
+
+class ChallengeRequest(BaseModel):
+    suite: str = Field(default="test", max_length=64, description="a hidden-seed suite")
+
+
+class ChallengeEpisodeOut(BaseModel):
+    task: str
+    scene: str
+    seed: int
+    n_agents: int
+
+
+class ChallengeOut(BaseModel):
+    format: int
+    id: str
+    suite: str
+    suite_version: str
+    team: str
+    expires: str
+    episodes: list[ChallengeEpisodeOut]
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=ChallengeOut,
+    summary="Draw a challenge: the test episodes this team must run and submit",
+)
+def new_challenge(
+    body: ChallengeRequest,
+    request: Request,
+    team: Annotated[TeamIdentity, Depends(current_team)],
+    session: Annotated[Session, Depends(get_session)],
+) -> dict[str, Any]:
+    settings: Settings = request.app.state.settings
+    hidden = sorted(name for name, suite in suites().items() if suite.hidden)
+    if body.suite not in hidden:
+        raise crud.Refused(
+            422, f"suite: {body.suite!r} is not a hidden-seed suite; those are {hidden}"
+        )
+    now = crud.utcnow()
+    issued = crud.challenges_since(session, team.id, now - crud.DAY)
+    if issued >= settings.challenges_per_day:
+        raise crud.Refused(
+            429,
+            f"{issued} challenges in the last 24 hours; the limit is "
+            f"{settings.challenges_per_day} a day",
+        )
+    challenge = issue_challenge(
+        settings.secret,
+        team.name,
+        body.suite,
+        now=now,
+        lifetime=timedelta(hours=settings.challenge_lifetime_h),
+        scenes=settings.challenge_scenes,
+    )
+    crud.store_challenge(session, team.id, challenge, issued_at=now)
+    return challenge.to_json()

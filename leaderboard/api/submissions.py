@@ -1,0 +1,291 @@
+"""``POST /api/submissions`` (upload a bundle) and ``GET /api/submissions/{id}`` (its state).
+
+An upload is checked at once, before it is stored: size (413 while it streams in, never read
+whole into memory), the archive and every member (400/413/422, :mod:`leaderboard.bundle`),
+the bundle-level checks of the track (422: an episode missing, duplicated or from another
+track, :func:`leaderboard.verify.plan`), and the rules of test submissions (403/409/422/429).
+Only then is it kept and queued, and the answer is 202; the replays run in the worker pool.
+Nothing is stored on a refusal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import IO, Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
+
+from leaderboard import crud, ranking
+from leaderboard.auth import TeamIdentity, current_team
+from leaderboard.bundle import read_bundle
+from leaderboard.db import models
+from leaderboard.db.session import get_session
+from leaderboard.settings import Settings
+from leaderboard.verify import plan
+
+router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+
+HOUR = timedelta(hours=1)
+MAX_REASONS = 20  # bundle-level reasons quoted in a 422 (the rest are counted)
+_FORM_FIELDS = 4  # a form carries the file and perhaps a few small fields a client adds
+
+
+class TooLarge(Exception):
+    """The upload passed the size limit while streaming in."""
+
+
+class Accepted(BaseModel):
+    id: int
+    state: str
+    track: str
+    url: str
+    page: str
+
+
+class EpisodeState(BaseModel):
+    key: str
+    ok: bool
+    reasons: list[str]
+    metrics: dict[str, Any]
+
+
+class SubmissionState(BaseModel):
+    id: int
+    team: str
+    track: str
+    suite: str
+    suite_version: str
+    state: str
+    reason: str
+    challenge: str | None
+    method: str
+    model: str
+    created_at: datetime
+    updated_at: datetime
+    episodes: list[EpisodeState]
+    entry: int | None
+    rank: int | None
+    reproduces: int | None
+
+
+def bundle_name(sha256: str) -> str:
+    """Where a new upload is kept, relative to the data directory: a name of its own (two
+    uploads of the same archive are two files, so removing one never removes the other's)."""
+    return f"bundles/{sha256[:16]}-{secrets.token_hex(8)}.tar.gz"
+
+
+def _keep(upload: IO[bytes], settings: Settings, sha256: str) -> str:
+    """Copy the upload to the data directory (written aside, then renamed into place)."""
+    name = bundle_name(sha256)
+    final = settings.data_dir / name
+    partial = final.with_name(f".partial-{final.name}")
+    upload.seek(0)
+    digest = hashlib.sha256()
+    with partial.open("wb") as out:
+        while chunk := upload.read(1 << 16):
+            digest.update(chunk)
+            out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    if digest.hexdigest() != sha256:
+        partial.unlink()
+        raise RuntimeError(f"the upload changed while it was kept ({sha256} was read)")
+    partial.rename(final)
+    return name
+
+
+def _refuse_if_too_many(session: Session, team: TeamIdentity, settings: Settings) -> None:
+    made = crud.submissions_since(session, team.id, crud.utcnow() - HOUR)
+    if made >= settings.submissions_per_hour:
+        raise crud.Refused(
+            429,
+            f"{made} submissions in the last hour; the limit is {settings.submissions_per_hour} "
+            "an hour",
+        )
+
+
+def accept(
+    upload: IO[bytes], team: TeamIdentity, settings: Settings, sessions: sessionmaker[Session]
+) -> models.Submission:
+    """Check an upload and queue it (see the module docstring); raises BundleError or
+    crud.Refused with the status of a refusal, and then keeps nothing."""
+    with sessions() as session:
+        _refuse_if_too_many(session, team, settings)
+        bundle = read_bundle(upload, settings.bundle_limits)
+        challenge = None
+        claimed = bundle.manifest["challenge"]
+        if claimed is not None:
+            row = session.get(models.Challenge, claimed)
+            if row is None:
+                raise crud.Refused(422, f"manifest.challenge: {claimed!r} was never issued")
+            if row.team_id != team.id:
+                raise crud.Refused(403, f"challenge {claimed!r} was issued to another team")
+            challenge = crud.as_challenge(row)
+        checked = plan(bundle, challenge)
+        if checked.reasons:
+            shown = "; ".join(checked.reasons[:MAX_REASONS])
+            more = len(checked.reasons) - MAX_REASONS
+            raise crud.Refused(
+                422,
+                f"the bundle does not hold the episodes of track {checked.track.key}: {shown}"
+                + (f"; and {more} more" if more > 0 else ""),
+            )
+        name = _keep(upload, settings, bundle.sha256)
+        fields = {k: v for k, v in bundle.submission.items() if k in crud.SUBMISSION_FIELDS}
+        try:
+            return crud.store_submission(
+                session,
+                team.id,
+                crud.Upload(
+                    track=checked.track.key,
+                    suite=checked.track.suite,
+                    suite_version=checked.track.suite_version,
+                    bundle_path=name,
+                    bundle_sha256=bundle.sha256,
+                    fields=fields,
+                    challenge_id=claimed,
+                ),
+                daily_limit=settings.test_submissions_per_day,
+            )
+        except BaseException:
+            (settings.data_dir / name).unlink(missing_ok=True)
+            raise
+
+
+async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise TooLarge
+        yield chunk
+
+
+def _too_large(limit: int) -> HTTPException:
+    return HTTPException(413, f"the upload is larger than the limit of {limit} bytes")
+
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "the bundle of `python -m leaderboard.pack` (.tar.gz)",
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=Accepted,
+    openapi_extra=_UPLOAD_BODY,
+    summary="Upload a bundle; it is queued for verification",
+)
+async def submit(
+    request: Request, team: Annotated[TeamIdentity, Depends(current_team)]
+) -> Accepted:
+    settings: Settings = request.app.state.settings
+    limit = settings.bundle_limits.max_bytes
+    declared = request.headers.get("content-length", "")
+    # The form's boundaries take a few hundred bytes beside the file.
+    if declared.isdigit() and int(declared) > limit + (1 << 16):
+        raise _too_large(limit)
+    if "multipart/form-data" not in request.headers.get("content-type", ""):
+        raise HTTPException(422, "the bundle must be sent as multipart/form-data, field 'file'")
+    parser = MultiPartParser(
+        request.headers, _limited(request, limit + (1 << 16)), max_files=1, max_fields=_FORM_FIELDS
+    )
+    try:
+        form = await parser.parse()
+    except TooLarge:
+        raise _too_large(limit) from None
+    except MultiPartException as err:
+        raise HTTPException(422, f"file: the form cannot be read: {err.message}") from None
+    try:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise HTTPException(422, "file: missing; send the bundle as the form field 'file'")
+        submission = await run_in_threadpool(
+            accept, upload.file, team, settings, request.app.state.sessions
+        )
+    finally:
+        await form.close()
+    request.app.state.pool.wake()
+    return Accepted(
+        id=submission.id,
+        state=submission.state,
+        track=submission.track,
+        url=f"/api/submissions/{submission.id}",
+        page=f"/submissions/{submission.id}",
+    )
+
+
+def _rank(session: Session, entry: models.Entry) -> int:
+    rows = ranking.track_table(crud.track_entries(session, entry.track))
+    return next(r.rank for r in rows if r.entry_id == entry.id)
+
+
+def submission_state(session: Session, submission: models.Submission) -> SubmissionState:
+    """What the API shows of a submission."""
+    reproduces = None
+    if submission.reproduction_of_id is not None:
+        original = crud.get_submission(session, submission.reproduction_of_id)
+        reproduces = original.entry.id if original is not None and original.entry else None
+    entry = submission.entry
+    return SubmissionState(
+        id=submission.id,
+        team=submission.team.name,
+        track=submission.track,
+        suite=submission.suite,
+        suite_version=submission.suite_version,
+        state=submission.state,
+        reason=submission.reason,
+        challenge=submission.challenge_id,
+        method=submission.method,
+        model=submission.model,
+        created_at=submission.created_at,
+        updated_at=submission.updated_at,
+        episodes=[
+            EpisodeState(key=e.key, ok=e.ok, reasons=e.reasons, metrics=e.metrics)
+            for e in submission.episodes
+        ],
+        entry=entry.id if entry is not None else None,
+        rank=_rank(session, entry) if entry is not None else None,
+        reproduces=reproduces,
+    )
+
+
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionState,
+    summary="A submission's state: queued, verifying, verified or rejected, per episode",
+)
+def read_submission(
+    submission_id: int, session: Annotated[Session, Depends(get_session)]
+) -> SubmissionState:
+    submission = crud.get_submission(session, submission_id)
+    if submission is None:
+        raise HTTPException(404, f"no submission {submission_id}")
+    return submission_state(session, submission)
