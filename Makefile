@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test lint imports bench rl mutation clean
+.PHONY: setup assets run test lint imports browser leaderboard bench rl mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ setup: assets
 run: setup
 	$(BIN)/python -m benchmark.run
 
+# A local leaderboard seeded with the reference baselines (verified by replay); prints its URL.
+leaderboard: setup
+	$(BIN)/python -m leaderboard.seed data_dir=leaderboard_data
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check benchmark baselines leaderboard tests scripts
 
@@ -40,7 +44,11 @@ lint: $(INSTALLED)
 imports: $(INSTALLED)
 	$(BIN)/lint-imports --no-cache
 
-test: setup lint imports
+# Debian's Chromium for the leaderboard's browser test (Playwright drives it).
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
+
+test: setup browser lint imports
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 bench: setup $(BENCH_INSTALLED)
@@ -64,4 +72,4 @@ rl: setup
 	$(BIN)/python -m baselines.rl.recipe --out outputs/rl_recipe
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache .ruff_cache
+	rm -rf $(VENV) outputs leaderboard_data .pytest_cache .ruff_cache

@@ -130,6 +130,16 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
     return raw.getvalue()
 
 
+def seal(manifest: dict[str, Any], members: dict[str, bytes]) -> bytes:
+    """The bundle of ``members`` (name -> content, manifest excluded) with ``manifest``, its
+    ``members`` field set to their sha256."""
+    manifest = {
+        **manifest,
+        "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
+    }
+    return _tar_bytes({MANIFEST: json.dumps(manifest, indent=1).encode(), **members})
+
+
 def pack_run(
     run_dir: str | Path, out: str | Path, submission: dict[str, Any], track: Track | None = None
 ) -> Path:
@@ -179,9 +189,8 @@ def pack_run(
         "baseline": baseline,
         "code_version": run.manifest.get("code_version", ""),
         "config_hash": run.manifest.get("config_hash", ""),
-        "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
-    data = _tar_bytes({MANIFEST: json.dumps(manifest, indent=1).encode(), **members})
+    data = seal(manifest, members)
     out = Path(out)
     tmp = out.with_name(out.name + ".part")
     tmp.write_bytes(data)

@@ -1,0 +1,116 @@
+"""``python -m leaderboard.seed [key=value ...]``: a local board with the reference baselines.
+
+Starts the server (the options are those of ``python -m leaderboard.serve``; ``--help`` lists
+them), creates the team ``collab-bench reference`` when it is missing, submits the committed
+reference bundles (``leaderboard/seed/*.tar.gz``: oracle, heuristic, random and llm_planner on
+the smoke suite) through the HTTP API like any team would, waits for their verdicts, prints the
+board's URL, and keeps serving until interrupted. Bundles the team already submitted are not
+submitted again, so restarting on the same data directory is quiet.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from hashlib import sha256
+from pathlib import Path
+
+import httpx
+import uvicorn
+from sqlalchemy import select
+
+from leaderboard import auth, crud
+from leaderboard.app import create_app
+from leaderboard.db.models import Submission
+from leaderboard.db.session import open_database
+from leaderboard.settings import Settings, settings_from_cli
+
+PROG = "python -m leaderboard.seed"
+TEAM = "collab-bench reference"
+BUNDLES_DIR = Path(__file__).resolve().parent / "seed"
+VERDICT_TIMEOUT_S = 600.0
+
+
+def reference_bundles() -> list[Path]:
+    """The committed reference bundles, by name."""
+    return sorted(BUNDLES_DIR.glob("*.tar.gz"))
+
+
+def _token_and_pending(settings: Settings) -> tuple[str, list[Path]]:
+    """A fresh token of the reference team (created when missing) and the bundles it has not
+    submitted yet."""
+    sessions = open_database(settings.database_url)
+    try:
+        with sessions() as session:
+            team = crud.team_by_name(session, TEAM) or crud.create_team(session, TEAM)
+            # The token lives as long as this seeding: the previous one is revoked.
+            crud.revoke_tokens(session, team.id)
+            token = auth.issue_token(session, team.id)
+            done = set(
+                session.scalars(
+                    select(Submission.bundle_sha256).where(
+                        Submission.team_id == team.id, Submission.state != "rejected"
+                    )
+                )
+            )
+    finally:
+        sessions.kw["bind"].dispose()
+    pending = [p for p in reference_bundles() if sha256(p.read_bytes()).hexdigest() not in done]
+    return token, pending
+
+
+def submit_all(url: str, token: str, bundles: list[Path]) -> list[str]:
+    """Upload ``bundles`` and wait for every verdict; one line per bundle."""
+    lines = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        ids = {}
+        for path in bundles:
+            response = client.post(
+                "/api/submissions",
+                headers={"Authorization": f"Bearer {token}"},
+                files={"file": (path.name, path.read_bytes(), "application/gzip")},
+            )
+            if response.status_code != 202:
+                lines.append(f"{path.name}: refused ({response.status_code}): {response.text}")
+                continue
+            ids[path.name] = response.json()["id"]
+        deadline = time.monotonic() + VERDICT_TIMEOUT_S
+        for name, submission in ids.items():
+            while True:
+                state = client.get(f"/api/submissions/{submission}").json()
+                if state["state"] in ("verified", "rejected") or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            where = f"track {state['track']}, rank {state['rank']}" if state["rank"] else ""
+            lines.append(f"{name}: {state['state']} {where} {state['reason']}".rstrip())
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = settings_from_cli(sys.argv[1:] if argv is None else argv, PROG)
+    token, pending = _token_and_pending(settings)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings), host=settings.host, port=settings.port, log_level="warning"
+        )
+    )
+    url = f"http://{settings.host}:{settings.port}"
+
+    def seed() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        for line in submit_all(url, token, pending):
+            print(f"  {line}", flush=True)
+        print(f"leaderboard: {url}/ (reference baselines on the smoke suite; Ctrl-C stops)")
+
+    print(f"seeding the board in {settings.data_dir} with {len(pending)} reference bundle(s) ...")
+    threading.Thread(target=seed, daemon=True).start()
+    server.run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
