@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import IO, Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -35,6 +35,7 @@ from leaderboard.verify import plan
 router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 
 HOUR = timedelta(hours=1)
+ID_MAX = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
 MAX_REASONS = 20  # bundle-level reasons quoted in a 422 (the rest are counted)
 _FORM_FIELDS = 4  # a form carries the file and perhaps a few small fields a client adds
 
@@ -283,7 +284,8 @@ def submission_state(session: Session, submission: models.Submission) -> Submiss
     summary="A submission's state: queued, verifying, verified or rejected, per episode",
 )
 def read_submission(
-    submission_id: int, session: Annotated[Session, Depends(get_session)]
+    submission_id: Annotated[int, Path(ge=1, le=ID_MAX)],
+    session: Annotated[Session, Depends(get_session)],
 ) -> SubmissionState:
     submission = crud.get_submission(session, submission_id)
     if submission is None:
