@@ -375,14 +375,16 @@ def test_stop_kills_the_workers_and_leaves_the_submission_to_be_requeued(
     settings = board.settings(workers=6)
     pool = VerificationPool(settings, board.sessions, check=lb_checks.blocks)
     pool.start()
-    sid = board.submit(edit(ORACLE, runs_only))
-    pool.wake()
-    deadline = time.monotonic() + WAIT_S
-    while not lb_checks.flag("blocks").exists():
-        assert time.monotonic() < deadline, "no episode started"
-        time.sleep(0.1)
-    _, pid = lb_checks.read_flag("blocks")
-    pool.stop()
+    try:
+        sid = board.submit(edit(ORACLE, runs_only))
+        pool.wake()
+        deadline = time.monotonic() + WAIT_S
+        while not lb_checks.flag("blocks").exists():
+            assert time.monotonic() < deadline, "no episode started"
+            time.sleep(0.1)
+        _, pid = lb_checks.read_flag("blocks")
+    finally:
+        pool.stop()
     assert not pool.running
     assert not Path(f"/proc/{pid}").exists()
     assert board.get(sid).state == "verifying" and board.get(sid).episodes == []
