@@ -36,7 +36,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from benchmark.tasks import load_task
 from leaderboard import crud
-from leaderboard.archive import Limits
 from leaderboard.bundle import Bundle, read_bundle
 from leaderboard.db.models import Submission
 from leaderboard.db.session import begin_write
@@ -46,7 +45,6 @@ from leaderboard.settings import Settings
 from leaderboard.verify import EpisodeCheck, Verdict, verify_bundle, verify_episode
 
 log = logging.getLogger(__name__)
-MIB = 1 << 20
 POLL_S = 5.0  # the dispatcher looks at the queue this often even when nobody wakes it
 STOP_S = 10.0  # how long stop() waits for the dispatcher thread
 # The row fields verification checked against the server's registry (verify._identity and
@@ -69,18 +67,6 @@ CHECKED_FIELDS = (
 
 Check = Callable[..., EpisodeCheck]
 Mapper = Callable[..., Any]
-
-
-def bundle_limits(settings: Settings) -> Limits:
-    """The limits a stored bundle is read under: those of the upload (``max_upload_mb`` and
-    the ``max_*`` settings)."""
-    return Limits(
-        max_bytes=int(settings.max_upload_mb * MIB),
-        max_unpacked_bytes=int(settings.max_unpacked_mb * MIB),
-        max_member_bytes=int(settings.max_member_mb * MIB),
-        max_members=settings.max_members,
-        max_ratio=settings.max_ratio,
-    )
 
 
 @dataclass(frozen=True)
@@ -132,7 +118,9 @@ def outcome_of(verdict: Verdict, bundle: Bundle) -> Outcome:
 
 def internal_error(err: BaseException) -> Outcome:
     """The rejection of a submission the server failed to verify."""
-    text = str(err) if isinstance(err, CheckError) else f"{type(err).__name__}: {err}"
+    # The reason is public: other errors may quote the server's paths, so only their type is
+    # shown (the dispatcher logs the whole error).
+    text = str(err) if isinstance(err, CheckError) else f"{type(err).__name__} (see the server log)"
     return Outcome(False, f"internal error: {text[:500]}")
 
 
@@ -171,7 +159,7 @@ def _verify(
         bundle_path, sha256 = submission.bundle_path, submission.bundle_sha256
     # No transaction stays open during the replays.
     with (settings.data_dir / bundle_path).open("rb") as stream:
-        bundle = read_bundle(stream, bundle_limits(settings))
+        bundle = read_bundle(stream, settings.bundle_limits)
     if bundle.sha256 != sha256:
         raise ValueError(
             f"the stored bundle {bundle_path} has sha256 {bundle.sha256}, not the uploaded {sha256}"

@@ -5,6 +5,7 @@ challenges."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from leaderboard.bundle import read_bundle
 from leaderboard.db.models import Entry, Submission
 from leaderboard.pack import pack_run
 from tests.helpers.lb_bundles import edit, reseal, run_suite
@@ -23,7 +25,7 @@ from tests.helpers.postgres import PostgresCluster
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
-TRANSPORT = "smoke/v1/transport_produce_fridge_v0/test/s0/n2/comm/oracle"
+TRANSPORT = "oracle/transport_produce_fridge_v0/test/n2/s0/comm1/run"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -56,7 +58,11 @@ def test_a_submission_is_verified_ranked_and_a_copy_recorded_as_its_reproduction
     assert state["state"] == "verified", state
     assert state["rank"] == 1 and state["entry"] is not None and state["reproduces"] is None
     assert len(state["episodes"]) == 12 and all(e["ok"] for e in state["episodes"])
-    assert {e["metrics"]["SR"] for e in state["episodes"]} == {1.0}
+    rows = {r["key"]: r for r in read_bundle(io.BytesIO(ORACLE)).rows}
+    # A genuine bundle: every recomputed metric is the submitted one.
+    for episode in state["episodes"]:
+        row = rows[episode["key"]]
+        assert episode["metrics"] == {k: row[k] for k in episode["metrics"]}
 
     copy = server.wait(server.upload(second, ORACLE).json()["id"])
     assert copy["state"] == "verified" and copy["reproduces"] == state["entry"]
