@@ -16,6 +16,7 @@ from helpers.lb_board import (
     OLD_FULL,
     PARTIAL,
     SCRIPT_TEAM,
+    SEED,
     T0,
     Board,
     empty_board,
@@ -27,6 +28,7 @@ from PIL import Image
 
 from leaderboard import crud
 from leaderboard.render import replay_gif
+from leaderboard.web import images
 
 ESCAPED_TEAM = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
@@ -125,14 +127,14 @@ def test_a_script_team_name_is_escaped_on_every_page(lb: Board) -> None:
         assert SCRIPT_TEAM not in page and "<script" not in page.lower()
 
 
-def test_only_http_urls_become_links(tmp_path: Path) -> None:
+def test_only_http_urls_become_links_and_any_method_name_is_plotted(tmp_path: Path) -> None:
     lb = empty_board(tmp_path)
     sid = submit_verified(
         lb.sessions,
         lb.data_dir,
         "linkers",
         "heuristic",
-        method="links",
+        method="$\\frac{1}{$ links",  # malformed mathematics for matplotlib
         code_url="javascript:alert(1)",
         paper_url='https://example.org/paper?a=1&b="x"',
     )
@@ -143,6 +145,8 @@ def test_only_http_urls_become_links(tmp_path: Path) -> None:
     assert 'https://example.org/paper?a=1&b="x"' in hrefs
     assert not [h for h in hrefs if "javascript" in h]
     assert "javascript:alert(1)" in page, "shown as text"
+    plot = lb.client.get(f"/entries/{entry.id}/plot.png")
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG"), "label drawn as typed"
 
 
 def test_an_entry_page_has_its_tables_plot_replays_reproductions_and_download(lb: Board) -> None:
@@ -250,3 +254,20 @@ def test_a_rejected_submission_shows_its_reason_and_episode_reasons(tmp_path: Pa
     assert "&lt;i&gt;forged&lt;/i&gt;" in page and "<i>" not in page
     waiting = _page(lb, f"/submissions/{pending}")
     assert "queued" in waiting and 'http-equiv="refresh"' in waiting
+
+
+def test_no_replay_is_drawn_from_a_stored_file_that_is_not_the_verified_bundle(
+    tmp_path: Path,
+) -> None:
+    lb = empty_board(tmp_path)
+    sid = submit_verified(lb.sessions, lb.data_dir, "team", "oracle")
+    with lb.sessions() as session:
+        submission = crud.get_submission(session, sid)
+        entry, stored = submission.entry.id, lb.data_dir / submission.bundle_path
+    stored.write_bytes((SEED / "random-smoke-v1.tar.gz").read_bytes())
+    images.CACHE.clear()  # pictures of the same bundle drawn by other tests of this process
+    assert lb.client.get(f"/entries/{entry}/episodes/0.gif").status_code == 404
+    page = _page(lb, f"/entries/{entry}")
+    assert "no replay can be drawn" in page and ".gif" not in page
+    stored.write_bytes(b"not a bundle")
+    assert lb.client.get(f"/entries/{entry}/episodes/1.gif").status_code == 404

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from leaderboard import board
+from leaderboard.archive import BundleError
 from leaderboard.bundle import Bundle, read_bundle
 from leaderboard.render import metrics_plot, replay_gif
 from leaderboard.settings import Settings
@@ -25,6 +27,7 @@ from leaderboard.settings import Settings
 PLOT_OTHERS = 7  # other entries of the track drawn beside the entry, best-ranked first
 GIF_EPISODES = 3  # run episodes of an entry shown as replays
 CACHE_ITEMS = 64
+log = logging.getLogger("leaderboard")
 # pyplot keeps global state, so pictures are drawn one at a time; this also bounds the CPU
 # that page views can take.
 _DRAWING = threading.Lock()
@@ -44,6 +47,10 @@ class LRU:
                 return None
             self._items.move_to_end(key)
             return self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
 
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
@@ -97,9 +104,19 @@ def _bundle(settings: Settings, bundle_path: str, sha256: str) -> Bundle | None:
     path = board.stored_bundle(settings.data_dir, bundle_path)
     if path is None:
         return None
-    with path.open("rb") as stream:
-        bundle = read_bundle(stream, settings.bundle_limits)
-    return bundle if bundle.sha256 == sha256 else None
+    try:
+        with path.open("rb") as stream:
+            bundle = read_bundle(stream, settings.bundle_limits)
+    except BundleError as err:
+        # The file was checked when it was uploaded: it has been damaged since.
+        log.error("stored bundle %s cannot be read: %s", path, err)
+        return None
+    if bundle.sha256 != sha256:
+        log.error(
+            "stored bundle %s has sha256 %s, not the verified %s", path, bundle.sha256, sha256
+        )
+        return None
+    return bundle
 
 
 def run_episodes(settings: Settings, view: board.EntryView) -> list[Episode]:
