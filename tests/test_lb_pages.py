@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from helpers.lb_board import (
     FULL,
     OLD_FULL,
@@ -27,7 +28,9 @@ from helpers.lb_board import (
 from PIL import Image
 
 from leaderboard import crud
+from leaderboard.app import create_app
 from leaderboard.render import replay_gif
+from leaderboard.settings import Settings
 from leaderboard.web import images
 
 ESCAPED_TEAM = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -271,3 +274,33 @@ def test_no_replay_is_drawn_from_a_stored_file_that_is_not_the_verified_bundle(
     assert "no replay can be drawn" in page and ".gif" not in page
     stored.write_bytes(b"not a bundle")
     assert lb.client.get(f"/entries/{entry}/episodes/1.gif").status_code == 404
+
+
+def test_the_app_serves_every_page_with_its_content_security_policy(tmp_path: Path) -> None:
+    lb = make_board(tmp_path)
+    app = create_app(Settings(data_dir=lb.data_dir, secret=b"s" * 32), workers=False)
+    oracle = lb.entries["oracle"]
+    urls = [
+        "/",
+        f"/tracks/{FULL}?sort=SR",
+        f"/entries/{oracle}",
+        f"/entries/{oracle}/plot.png",
+        f"/entries/{oracle}/episodes/0.gif",
+        f"/submissions/{lb.submissions['oracle-again']}",
+        "/static/style.css",
+        "/entries/999",
+    ]
+    with TestClient(app) as client:
+        for url in urls:
+            answer = client.get(url)
+            assert answer.status_code == (404 if url == "/entries/999" else 200), url
+            policy = answer.headers["content-security-policy"]
+            assert "default-src 'none'" in policy and "img-src 'self'" in policy, url
+            assert "style-src 'self'" in policy and "script-src" not in policy, url
+            assert answer.headers["x-content-type-options"] == "nosniff", url
+        page = client.get(f"/tracks/{PARTIAL}").text
+        assert ESCAPED_TEAM in page and "<script" not in page
+        refused = client.get(f"/api/tracks/{PARTIAL}", params={"sort": "bogus"})
+        assert refused.status_code == 422 and refused.json()["field"] == "query.sort"
+        spec = client.get("/api/openapi.json").json()
+        assert "/api/tracks/{key}" in spec["paths"] and "/tracks/{key}" not in spec["paths"]
