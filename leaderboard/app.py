@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from benchmark.version import __version__
-from leaderboard import crud
+from leaderboard import crud, web
 from leaderboard.api import board, challenges, submissions
 from leaderboard.archive import BundleError
 from leaderboard.db.session import open_database
@@ -117,4 +117,5 @@ def create_app(settings: Settings, *, workers: bool = True) -> FastAPI:
     app.include_router(submissions.router)
     app.include_router(challenges.router)
     app.include_router(board.router)
+    app.include_router(web.router)
     return app

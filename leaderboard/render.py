@@ -45,8 +45,11 @@ def metrics_plot(
                 continue
             xs.append(m + (s - (len(series) - 1) / 2) * width)
             means.append(cell["mean"])
-            errors[0].append(max(0.0, cell["mean"] - (cell.get("lo") or cell["mean"])))
-            errors[1].append(max(0.0, (cell.get("hi") or cell["mean"]) - cell["mean"]))
+            # A bound of 0.0 is a bound: only a missing one (None) draws no bar.
+            lo = cell["mean"] if cell.get("lo") is None else cell["lo"]
+            hi = cell["mean"] if cell.get("hi") is None else cell["hi"]
+            errors[0].append(max(0.0, cell["mean"] - lo))
+            errors[1].append(max(0.0, hi - cell["mean"]))
         ax.bar(xs, means, width, yerr=errors, capsize=2, label=label)
     ax.set_xticks(range(len(metrics)), metrics)
     ax.set_ylim(0, 1.05)
