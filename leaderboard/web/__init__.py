@@ -101,6 +101,12 @@ def style() -> FileResponse:
     return FileResponse(STYLE, media_type="text/css")
 
 
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    # Browsers ask for it on every site; the board has no icon, and says so without a 404.
+    return Response(status_code=204)
+
+
 @router.get("/", response_class=HTMLResponse)
 def index(session: SessionDep) -> HTMLResponse:
     return page("index.html", title="Tracks", groups=board.suite_versions(session))
