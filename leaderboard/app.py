@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+from anyio import CapacityLimiter
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -30,6 +31,7 @@ from leaderboard.worker import VerificationPool
 
 log = logging.getLogger("leaderboard")
 
+UPLOAD_THREADS = 4
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; img-src 'self'; style-src 'self'; base-uri 'none'; "
@@ -64,6 +66,9 @@ def create_app(settings: Settings, *, workers: bool = True) -> FastAPI:
         app.state.settings = settings
         app.state.sessions = sessions
         app.state.pool = pool
+        # Uploads are read and checked in threads; a few at a time keeps each one fast (the
+        # checks hold the GIL) and the rest wait their turn instead of starving every thread.
+        app.state.upload_limiter = CapacityLimiter(UPLOAD_THREADS)
         if workers:
             pool.start()
         try:

@@ -43,6 +43,7 @@ from leaderboard.settings import load_settings
 from leaderboard.verify import measure
 
 START_TIMEOUT_S = 120.0
+POLL_S = 2.0  # each client polls its submission every 2 s, as a patient client would
 
 
 def forged(data: bytes) -> bytes:
@@ -57,8 +58,9 @@ def forged(data: bytes) -> bytes:
     return seal(manifest, contents)
 
 
-def _start(data_dir: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
-    log = (data_dir.parent / "server.log").open("ab")
+def _start(data_dir: Path, port: int, workers: int, log_path: Path) -> subprocess.Popen[bytes]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -114,7 +116,7 @@ async def _load(
                     state = (await client.get(f"/api/submissions/{submission}")).json()
                 if state["state"] in ("verified", "rejected"):
                     return
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(POLL_S)
             raise TimeoutError(f"submission {submission} not final after {timeout} s")
 
         start = time.perf_counter()
@@ -124,7 +126,9 @@ async def _load(
         return list(ids), refusals, time.perf_counter() - start
 
 
-def run_bench(submissions: int, concurrency: int, workers: int, teams: int) -> dict[str, Any]:
+def run_bench(
+    submissions: int, concurrency: int, workers: int, teams: int, log_path: Path
+) -> dict[str, Any]:
     bundles = [p.read_bytes() for p in reference_bundles()]
     kinds = [(b, "verified") for b in bundles] + [(forged(bundles[0]), "rejected")]
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:
@@ -140,10 +144,10 @@ def run_bench(submissions: int, concurrency: int, workers: int, teams: int) -> d
         # One in four is forged; the genuine ones cycle through the reference bundles.
         jobs = []
         for i in range(submissions):
-            data, want = kinds[-1] if i % 4 == 3 else kinds[i % (len(kinds) - 1)]
+            data, want = kinds[-1] if i % 4 == 3 else kinds[(i - i // 4) % (len(kinds) - 1)]
             jobs.append((tokens[i % teams], data, want))
         port = _free_port()
-        server = _start(data_dir, port, workers)
+        server = _start(data_dir, port, workers, log_path)
         try:
             ids, refusals, wall = asyncio.run(
                 _load(f"http://127.0.0.1:{port}", jobs, concurrency, timeout=1800)
@@ -170,8 +174,18 @@ def run_bench(submissions: int, concurrency: int, workers: int, teams: int) -> d
     last = max(s.updated_at for s in rows.values())
     replayed = sum(episodes.values())
     span = (last - first).total_seconds()
-    reference = read_bundle(io.BytesIO(bundles[0]))
-    single = measure(reference, repeats=3)
+    # Single-process verification of each reference bundle (its episodes differ in length:
+    # the random team plays to the horizon), and the rate of the job mix it implies.
+    names = [p.name.split("-")[0] for p in reference_bundles()]
+    single = {
+        name: measure(read_bundle(io.BytesIO(data)), repeats=2)["episodes_per_s"]
+        for name, data in zip(names, bundles, strict=True)
+    }
+    cost = {data: 1.0 / single[name] for name, data in zip(names, bundles, strict=True)}
+    cost[kinds[-1][0]] = cost[bundles[0]]  # the forged copy replays as its original
+    mix = replayed / sum(
+        cost[data] * episodes[i] for i, (_, data, _) in zip(ids, jobs, strict=True) if i in episodes
+    )
     oracle = bench_env(episodes=30, repeats=3)["oracle_episodes_per_s"]
     return {
         "bench": "leaderboard",
@@ -191,7 +205,9 @@ def run_bench(submissions: int, concurrency: int, workers: int, teams: int) -> d
         "replayed_episodes": replayed,
         "replayed_episodes_per_s": round(replayed / span, 1),
         "replayed_episodes_per_s_per_worker": round(replayed / span / workers, 1),
-        "single_process_verify_episodes_per_s": single["episodes_per_s"],
+        "single_process_verify_episodes_per_s": single,
+        "single_process_mix_episodes_per_s": round(mix, 1),
+        "pool_efficiency": round(replayed / span / (workers * mix), 2),
         "oracle_env_episodes_per_s": oracle,
     }
 
@@ -208,8 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32, help="requests in flight")
     parser.add_argument("--workers", type=int, default=2, help="verification processes")
     parser.add_argument("--teams", type=int, default=20)
+    parser.add_argument(
+        "--log",
+        type=Path,
+        default=Path("outputs/leaderboard-bench-server.log"),
+        help="where the server's log goes",
+    )
     args = parser.parse_args(argv)
-    result = run_bench(args.submissions, args.concurrency, args.workers, args.teams)
+    result = run_bench(args.submissions, args.concurrency, args.workers, args.teams, args.log)
     print(json.dumps(result))
     ok = not (result["lost"] or result["duplicated"] or result["unexpected_verdicts"])
     return 0 if ok and result["stored"] == args.submissions else 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -122,24 +122,8 @@ def track_info(session: Session, key: str) -> TrackInfo | None:
 # --- a track's table --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BoardRow:
-    """A row of a track's table: :class:`leaderboard.ranking.TableRow` and the number of
-    submissions recorded as reproductions of the entry."""
-
-    rank: int
-    entry_id: int
-    submission_id: int
-    team: str
-    method: str
-    model: str
-    sr: dict[str, Any]
-    metrics: dict[str, Any]
-    llm_tokens: int | None  # self-reported
-    wall_time_s: float | None  # self-reported
-    attempts: int
-    created_at: datetime
-    reproductions: int
+# A row of a track's table, with the number of submissions reproducing the entry.
+BoardRow = TableRow
 
 
 @dataclass(frozen=True)
@@ -207,11 +191,7 @@ def ranked_rows(session: Session, key: str) -> list[BoardRow]:
     """The rows of track ``key``, best first (:func:`leaderboard.ranking.track_table`)."""
     table = track_table(crud.track_entries(session, key), crud.attempts(session, key))
     counts = _reproduction_counts(session, [r.submission_id for r in table])
-    names = [f.name for f in fields(TableRow)]
-    return [
-        BoardRow(**{n: getattr(r, n) for n in names}, reproductions=counts.get(r.submission_id, 0))
-        for r in table
-    ]
+    return [replace(r, reproductions=counts.get(r.submission_id, 0)) for r in table]
 
 
 def track_view(
@@ -357,6 +337,7 @@ class EpisodeState:
     key: str
     ok: bool
     reasons: tuple[str, ...]
+    metrics: dict[str, Any]  # recomputed by the server; empty when not ok
 
 
 @dataclass(frozen=True)
@@ -366,6 +347,8 @@ class SubmissionView:
     id: int
     team: str
     track: str
+    suite: str
+    suite_version: str
     state: str
     reason: str
     method: str
@@ -375,6 +358,7 @@ class SubmissionView:
     updated_at: datetime
     episodes: tuple[EpisodeState, ...]
     entry: int | None
+    rank: int | None
     reproduces: int | None
 
 
@@ -388,10 +372,15 @@ def submission_view(session: Session, submission_id: int) -> SubmissionView | No
         reproduces = session.scalar(
             select(Entry.id).where(Entry.submission_id == submission.reproduction_of_id)
         )
+    entry, rank = submission.entry, None
+    if entry is not None:
+        rank = next(r.rank for r in ranked_rows(session, entry.track) if r.entry_id == entry.id)
     return SubmissionView(
         id=submission.id,
         team=submission.team.name,
         track=submission.track,
+        suite=submission.suite,
+        suite_version=submission.suite_version,
         state=submission.state,
         reason=submission.reason,
         method=submission.method,
@@ -399,7 +388,10 @@ def submission_view(session: Session, submission_id: int) -> SubmissionView | No
         challenge=submission.challenge_id,
         created_at=submission.created_at,
         updated_at=submission.updated_at,
-        episodes=tuple(EpisodeState(e.key, e.ok, tuple(e.reasons)) for e in submission.episodes),
-        entry=submission.entry.id if submission.entry is not None else None,
+        episodes=tuple(
+            EpisodeState(e.key, e.ok, tuple(e.reasons), e.metrics) for e in submission.episodes
+        ),
+        entry=entry.id if entry is not None else None,
+        rank=rank,
         reproduces=reproduces,
     )

@@ -127,6 +127,7 @@ class TableRow:
     wall_time_s: float | None  # self-reported
     attempts: int
     created_at: datetime
+    reproductions: int = 0  # submissions recorded as reproductions of the entry
 
 
 def track_table(

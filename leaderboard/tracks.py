@@ -10,6 +10,7 @@ issued (:class:`benchmark.runner.challenge.Challenge`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -193,6 +194,13 @@ def _int_list(path: Path, field: str, value: Any) -> tuple[int, ...]:
 
 
 def _parse_suite(path: Path) -> Suite:
+    return _parse_suite_version(path, path.stat().st_mtime_ns)
+
+
+# Every upload and every verification reads the suites: each file is parsed once per version
+# of it (its modification time), not once per call.
+@functools.lru_cache(maxsize=256)
+def _parse_suite_version(path: Path, _mtime_ns: int) -> Suite:
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping with name, version and entries")

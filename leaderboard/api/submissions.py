@@ -14,17 +14,19 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import IO, Annotated, Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from leaderboard import crud, ranking
+from benchmark.runner.challenge import Challenge
+from leaderboard import board, crud
 from leaderboard.auth import TeamIdentity, current_team
 from leaderboard.bundle import read_bundle
 from leaderboard.db import models
@@ -114,35 +116,44 @@ def _refuse_if_too_many(session: Session, team: TeamIdentity, settings: Settings
         )
 
 
+def _challenge(
+    sessions: sessionmaker[Session], team: TeamIdentity, claimed: str | None
+) -> Challenge | None:
+    """The challenge a manifest names, if the team may answer it (details: store time)."""
+    if claimed is None:
+        return None
+    with sessions() as session:
+        row = session.get(models.Challenge, claimed)
+        if row is None:
+            raise crud.Refused(422, f"manifest.challenge: {claimed!r} was never issued")
+        if row.team_id != team.id:
+            raise crud.Refused(403, f"challenge {claimed!r} was issued to another team")
+        return crud.as_challenge(row)
+
+
 def accept(
     upload: IO[bytes], team: TeamIdentity, settings: Settings, sessions: sessionmaker[Session]
 ) -> models.Submission:
     """Check an upload and queue it (see the module docstring); raises BundleError or
-    crud.Refused with the status of a refusal, and then keeps nothing."""
+    crud.Refused with the status of a refusal, and then keeps nothing. No database
+    connection is held while the bundle is read and checked (that takes CPU time)."""
     with sessions() as session:
         _refuse_if_too_many(session, team, settings)
-        bundle = read_bundle(upload, settings.bundle_limits)
-        challenge = None
-        claimed = bundle.manifest["challenge"]
-        if claimed is not None:
-            row = session.get(models.Challenge, claimed)
-            if row is None:
-                raise crud.Refused(422, f"manifest.challenge: {claimed!r} was never issued")
-            if row.team_id != team.id:
-                raise crud.Refused(403, f"challenge {claimed!r} was issued to another team")
-            challenge = crud.as_challenge(row)
-        checked = plan(bundle, challenge)
-        if checked.reasons:
-            shown = "; ".join(checked.reasons[:MAX_REASONS])
-            more = len(checked.reasons) - MAX_REASONS
-            raise crud.Refused(
-                422,
-                f"the bundle does not hold the episodes of track {checked.track.key}: {shown}"
-                + (f"; and {more} more" if more > 0 else ""),
-            )
-        name = _keep(upload, settings, bundle.sha256)
-        fields = {k: v for k, v in bundle.submission.items() if k in crud.SUBMISSION_FIELDS}
-        try:
+    bundle = read_bundle(upload, settings.bundle_limits)
+    claimed = bundle.manifest["challenge"]
+    checked = plan(bundle, _challenge(sessions, team, claimed))
+    if checked.reasons:
+        shown = "; ".join(checked.reasons[:MAX_REASONS])
+        more = len(checked.reasons) - MAX_REASONS
+        raise crud.Refused(
+            422,
+            f"the bundle does not hold the episodes of track {checked.track.key}: {shown}"
+            + (f"; and {more} more" if more > 0 else ""),
+        )
+    name = _keep(upload, settings, bundle.sha256)
+    fields = {k: v for k, v in bundle.submission.items() if k in crud.SUBMISSION_FIELDS}
+    try:
+        with sessions() as session:
             return crud.store_submission(
                 session,
                 team.id,
@@ -157,9 +168,9 @@ def accept(
                 ),
                 daily_limit=settings.test_submissions_per_day,
             )
-        except BaseException:
-            (settings.data_dir / name).unlink(missing_ok=True)
-            raise
+    except BaseException:
+        (settings.data_dir / name).unlink(missing_ok=True)
+        raise
 
 
 async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
@@ -228,8 +239,13 @@ async def submit(
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise HTTPException(422, "file: missing; send the bundle as the form field 'file'")
-        submission = await run_in_threadpool(
-            accept, upload.file, team, settings, request.app.state.sessions
+        submission = await to_thread.run_sync(
+            accept,
+            upload.file,
+            team,
+            settings,
+            request.app.state.sessions,
+            limiter=request.app.state.upload_limiter,
         )
     finally:
         await form.close()
@@ -243,41 +259,6 @@ async def submit(
     )
 
 
-def _rank(session: Session, entry: models.Entry) -> int:
-    rows = ranking.track_table(crud.track_entries(session, entry.track))
-    return next(r.rank for r in rows if r.entry_id == entry.id)
-
-
-def submission_state(session: Session, submission: models.Submission) -> SubmissionState:
-    """What the API shows of a submission."""
-    reproduces = None
-    if submission.reproduction_of_id is not None:
-        original = crud.get_submission(session, submission.reproduction_of_id)
-        reproduces = original.entry.id if original is not None and original.entry else None
-    entry = submission.entry
-    return SubmissionState(
-        id=submission.id,
-        team=submission.team.name,
-        track=submission.track,
-        suite=submission.suite,
-        suite_version=submission.suite_version,
-        state=submission.state,
-        reason=submission.reason,
-        challenge=submission.challenge_id,
-        method=submission.method,
-        model=submission.model,
-        created_at=submission.created_at,
-        updated_at=submission.updated_at,
-        episodes=[
-            EpisodeState(key=e.key, ok=e.ok, reasons=e.reasons, metrics=e.metrics)
-            for e in submission.episodes
-        ],
-        entry=entry.id if entry is not None else None,
-        rank=_rank(session, entry) if entry is not None else None,
-        reproduces=reproduces,
-    )
-
-
 @router.get(
     "/{submission_id}",
     response_model=SubmissionState,
@@ -287,7 +268,7 @@ def read_submission(
     submission_id: Annotated[int, Path(ge=1, le=ID_MAX)],
     session: Annotated[Session, Depends(get_session)],
 ) -> SubmissionState:
-    submission = crud.get_submission(session, submission_id)
-    if submission is None:
+    view = board.submission_view(session, submission_id)
+    if view is None:
         raise HTTPException(404, f"no submission {submission_id}")
-    return submission_state(session, submission)
+    return SubmissionState.model_validate(asdict(view))

@@ -30,7 +30,9 @@ UPGRADE_LOCK = 0x6C62_6462
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for ``url`` (``sqlite:///<file>`` or ``postgresql+psycopg://...``)."""
+    """An engine for ``url`` (``sqlite:///<file>`` or ``postgresql+psycopg://...``), whose
+    pool has room for every request thread (anyio's 40) and the verification dispatcher."""
+    kwargs = {"pool_size": 10, "max_overflow": 40, **kwargs}
     if url.startswith("sqlite:"):
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_S}, **kwargs)
         event.listen(engine, "connect", _sqlite_connect)
