@@ -198,3 +198,17 @@ def test_an_expired_challenge_is_refused(tmp_path: Path) -> None:
             assert session.scalar(select(func.count(Submission.id))) == 0
     finally:
         board.stop()
+
+
+def test_uploads_past_the_hourly_rate_are_refused_with_429(tmp_path: Path) -> None:
+    board = Server(tmp_path / "data", workers=1, submissions_per_hour=1).start()
+    try:
+        token = board.team("hasty")
+        assert board.upload(token, ORACLE).status_code == 202
+        again = board.upload(token, HEURISTIC)
+        assert again.status_code == 429
+        assert "limit is 1 an hour" in again.json()["detail"]
+        with board.sessions()() as session:
+            assert session.scalar(select(func.count(Submission.id))) == 1
+    finally:
+        board.stop()
