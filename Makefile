@@ -57,6 +57,7 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
 	$(BIN)/python -m baselines.rl.bench
+	$(BIN)/python -m leaderboard.bench
 
 $(MUTATION_INSTALLED): pyproject.toml | $(INSTALLED)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,mutation]' torch==2.13.0
