@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 from benchmark.llm import LLM, make_llm
+from benchmark.llm.batching import batched_llm
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 _LLMS: dict[str, LLM] = {}
+_LOADING = threading.Lock()  # the episodes of a batched rollout ask at once
 
 
 def load_prompt(name: str) -> str:
@@ -29,10 +32,12 @@ def shared_llm(config: dict[str, Any]) -> LLM:
             "this baseline needs an LLM: set llm=smollm2, llm=hf, llm=openai or llm=vllm"
         )
     key = json.dumps(config, sort_keys=True, default=str)
-    if key not in _LLMS:
-        options = dict(config.get("options") or {})
-        _LLMS[key] = make_llm(config["backend"], model=config.get("model", ""), **options)
-    return _LLMS[key]
+    with _LOADING:
+        if key not in _LLMS:
+            options = dict(config.get("options") or {})
+            _LLMS[key] = make_llm(config["backend"], model=config.get("model", ""), **options)
+    # Inside a batched rollout, the episode's share of the batch (the backend elsewhere).
+    return batched_llm(_LLMS[key])
 
 
 class UsageMeter:

@@ -106,3 +106,20 @@ def postgres() -> Iterator[PostgresCluster]:
 def postgres_url(postgres: PostgresCluster) -> str:
     """The URL of this test session's database on the cluster."""
     return postgres.create_database(f"session_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
+    from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
+    from benchmark.tasks import task_registry
+
+    corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
+    corpus += [
+        "navigate pickup put open close toggle_on toggle_off slice explore wait done",
+        "say all agent_0 agent_1",
+    ]
+    fast = train_tokenizer(corpus, vocab_size=400)
+    out = tmp_path_factory.mktemp("tiny")
+    save_tiny_llama(out, fast)
+    return out

@@ -26,26 +26,10 @@ from benchmark.decompose import (
 from benchmark.goals import Atom
 from benchmark.llm import ResponseCache, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
-from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
-from benchmark.tasks import task_registry
 
 CHATS = [
     [{"role": "user", "content": f"Put the apple number {k} in the fridge."}] for k in range(3)
 ]
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
-    corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
-    corpus += [
-        "navigate pickup put open close toggle_on toggle_off slice explore wait done",
-        "say all agent_0 agent_1",
-    ]
-    fast = train_tokenizer(corpus, vocab_size=400)
-    out = tmp_path_factory.mktemp("tiny")
-    save_tiny_llama(out, fast)
-    return out
 
 
 def test_generation_is_batched_seeded_and_returns_ids_and_logprobs(tiny_model: Path) -> None:

@@ -179,6 +179,8 @@ def _references(reference_from: str | None) -> list[dict[str, Any]]:
 def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured evaluation; returns the overall summary records."""
     check_keys(cfg)
+    if cfg.batch_episodes < 1:
+        raise ValueError(f"batch_episodes={cfg.batch_episodes} must be at least 1")
     console = console or Console(width=None if Console().is_terminal else 130)
     root = Path(cfg.output_dir).resolve()
     rundir = RunDirectory(root)
@@ -210,9 +212,11 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         f"{'inline' if cfg.workers == 0 else f'{cfg.workers} Ray workers'}"
     )
     results = (
-        run_inline(todo, cfg.retries)
+        run_inline(todo, cfg.retries, cfg.batch_episodes)
         if cfg.workers == 0
-        else run_on_ray(todo, cfg.workers, cfg.retries, cfg.ray.address, tmp)
+        else run_on_ray(
+            todo, cfg.workers, cfg.retries, cfg.ray.address, tmp, batch=cfg.batch_episodes
+        )
     )
     columns = (
         TextColumn("{task.description}"),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmark.runner.jobs import Job, run_job
+from benchmark.runner.jobs import Job, run_jobs
 
 # Ray puts Unix sockets under its temp dir; their paths must stay short.
 MAX_RAY_TMPDIR = 40
@@ -33,9 +33,16 @@ def ray_tmpdir(preferred: Path) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix="cbray")), False
 
 
-def run_inline(jobs: list[Job], retries: int) -> Iterator[dict[str, Any]]:
-    for job in jobs:
-        yield run_job(job, retries)
+def chunks(jobs: list[Job], size: int) -> list[list[Job]]:
+    """``jobs`` in consecutive groups of ``size`` (the episodes a worker plays at once)."""
+    if size < 1:
+        raise ValueError(f"batch_episodes={size} must be at least 1")
+    return [jobs[k : k + size] for k in range(0, len(jobs), size)]
+
+
+def run_inline(jobs: list[Job], retries: int, batch: int = 1) -> Iterator[dict[str, Any]]:
+    for group in chunks(jobs, batch):
+        yield from run_jobs(group, retries)
 
 
 def run_on_ray(
@@ -45,6 +52,7 @@ def run_on_ray(
     address: str | None,
     tmpdir: Path,
     on_start: Callable[[], None] | None = None,
+    batch: int = 1,
 ) -> Iterator[dict[str, Any]]:
     import ray
 
@@ -63,11 +71,11 @@ def run_on_ray(
     if on_start is not None:
         on_start()
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(run_job)
-        pending = [task.remote(job, retries) for job in jobs]
+        task = ray.remote(num_cpus=1, max_retries=0)(run_jobs)
+        pending = [task.remote(group, retries) for group in chunks(jobs, batch)]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+            yield from ray.get(done[0])
     finally:
         if started_here:
             ray.shutdown()

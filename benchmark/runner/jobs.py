@@ -6,6 +6,7 @@ error row carrying the message, so nothing is ever silently dropped.
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 from benchmark.agents import make_team
 from benchmark.decompose import quality
 from benchmark.env import make_env
+from benchmark.llm.batching import run_batched
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.tasks import load_task, load_task_file
@@ -86,6 +88,20 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
         "trace_hash": trace["trace_hash"],
     }
     return row, trace
+
+
+def run_jobs(jobs: list[Job], retries: int = 1) -> list[dict[str, Any]]:
+    """Run ``jobs`` at once (:func:`benchmark.llm.batching.run_batched`: every decision round's
+    LLM calls of all of them in one batch); their results, in order. One job alone runs as
+    :func:`run_job`."""
+    if len(jobs) == 1:
+        return [run_job(jobs[0], retries)]
+    results, _ = run_batched([functools.partial(run_job, job, retries) for job in jobs])
+    for result in results:
+        # run_job records every Exception in its row; anything else (an interrupt) propagates.
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
