@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -297,3 +298,115 @@ def test_every_declared_metric_reaches_tensorboard_and_offline_wandb_once(tmp_pa
     logged = history(runs[0])
     assert sorted(logged) == [1, 2, 3]
     assert _same_rows(list(logged.values()), expected)
+
+
+def _dying_team(tmp_path: Path, task: str, **kwargs: object) -> list[str]:
+    """Overrides that play the oracle as ``DyingTeamForTests`` (tests/helpers/teams.py), whose
+    worker dies in the middle of the episodes of ``task``."""
+    options = {"task": task, "marker_dir": str(tmp_path / "deaths"), "driver_pid": os.getpid()}
+    options.update(kwargs)
+    inner = ", ".join(f"{k}: {v}" for k, v in options.items())
+    return [
+        "baseline=oracle",
+        "baseline.name=helpers.teams:DyingTeamForTests",
+        f"+baseline.kwargs={{{inner}}}",
+    ]
+
+
+@pytest.fixture
+def workers_see_test_teams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray workers inherit this environment: let them import ``helpers.teams``."""
+    paths = [str(REPO_ROOT / "tests"), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+
+
+def test_a_worker_killed_mid_episode_is_played_again(
+    tmp_path: Path, workers_see_test_teams: None
+) -> None:
+    dying = _dying_team(tmp_path, "transport_produce_fridge_v0", times=1)
+    result = run(
+        _cfg(tmp_path / "run", *TINY, "workers=2", "reference=false", "retries=1", *dying),
+        _quiet(),
+    )
+    assert len(list((tmp_path / "deaths").glob("*.death*"))) == 2, "both workers really died"
+    rows = {r["task"]: r for r in result["rows"] if r["task"] != "transport_produce_fridge_v0"}
+    again = [r for r in result["rows"] if r["task"] == "transport_produce_fridge_v0"]
+    assert len(result["rows"]) == 3 and all(r["status"] == "ok" for r in result["rows"])
+    assert [r["attempts"] for r in again] == [2, 2] and rows["switch_off_bedroom_v0"][
+        "attempts"
+    ] == 1
+    # The episode played again is the oracle's episode, as if no worker had died.
+    oracle = run(_cfg(tmp_path / "oracle", *TINY, "workers=0", "reference=false"), _quiet())
+    assert {r["key"].split("/", 1)[1]: r["trace_hash"] for r in result["rows"]} == {
+        r["key"].split("/", 1)[1]: r["trace_hash"] for r in oracle["rows"]
+    }
+
+
+def test_a_batch_whose_worker_dies_is_split_and_played_again(
+    tmp_path: Path, workers_see_test_teams: None
+) -> None:
+    dying = _dying_team(tmp_path, "switch_off_bedroom_v0", times=1)
+    overrides = [*TINY, "workers=2", "reference=false", "retries=1", "batch_episodes=3"]
+    result = run(_cfg(tmp_path / "run", *overrides, *dying), _quiet())
+    assert len(list((tmp_path / "deaths").glob("*.death*"))) == 1
+    # The three episodes played in the worker that died; each was played again on its own.
+    assert sorted((r["status"], r["attempts"]) for r in result["rows"]) == [("ok", 2)] * 3
+    oracle = run(_cfg(tmp_path / "oracle", *TINY, "workers=0", "reference=false"), _quiet())
+    assert {r["key"].split("/", 1)[1]: r["trace_hash"] for r in result["rows"]} == {
+        r["key"].split("/", 1)[1]: r["trace_hash"] for r in oracle["rows"]
+    }
+
+
+def test_a_worker_that_dies_every_time_gives_an_error_row_and_the_run_goes_on(
+    tmp_path: Path, workers_see_test_teams: None
+) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmark.run",
+        *TINY,
+        *_dying_team(tmp_path, "switch_off_bedroom_v0", times=99),
+        "workers=2",
+        "reference=false",
+        "retries=2",
+        f"output_dir={tmp_path / 'run'}",
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=False
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert len(list((tmp_path / "deaths").glob("*.death*"))) == 3, "three real deaths"
+    assert proc.stdout.count("playing it again") == 2 and "recording an error row" in proc.stdout
+    rows = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").open()]
+    (error,) = [r for r in rows if r["status"] == "error"]
+    assert error["task"] == "switch_off_bedroom_v0" and error["attempts"] == 3
+    assert "worker died" in error["error"] and "SIGKILL" in error["error"]
+    assert sorted(r["seed"] for r in rows if r["status"] == "ok") == [0, 1]
+    assert all((tmp_path / "run" / r["trace_path"]).is_file() for r in rows if r["status"] == "ok")
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "switch-off" in summary and "transport" in summary
+
+
+def test_a_worker_that_ray_kills_for_memory_gives_an_error_row_naming_it(
+    tmp_path: Path, workers_see_test_teams: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A threshold of 1% of the node's memory: Ray's monitor kills every running task, wherever
+    # it is in the episode (the team waits to be killed, so that the episode never finishes).
+    monkeypatch.setenv("RAY_memory_usage_threshold", "0.01")
+    monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "100")
+    result = run(
+        _cfg(
+            tmp_path / "run",
+            "suite.entries=[{task: switch_off_bedroom_v0, split: test, n_agents: [2], seeds: [0]}]",
+            *_dying_team(tmp_path, "switch_off_bedroom_v0", times=99, how="wait"),
+            "workers=2",
+            "reference=false",
+            "retries=1",
+        ),
+        _quiet(),
+    )
+    (row,) = result["rows"]
+    assert row["status"] == "error" and row["attempts"] == 2
+    assert "out of memory" in row["error"] and "threshold" in row["error"], row["error"]
+    overall = next(r for r in result["table"] if r["family"] == "all")
+    assert overall["errors"] == 1 and (tmp_path / "run" / "summary.md").is_file()

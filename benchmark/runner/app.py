@@ -211,11 +211,23 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         f"{len(jobs)} episodes ({len(jobs) - len(todo)} already in {root}), "
         f"{'inline' if cfg.workers == 0 else f'{cfg.workers} Ray workers'}"
     )
+
+    def on_death(job: Job, reason: str, again: bool) -> None:
+        if cfg.logger.console:
+            then = "playing it again" if again else "recording an error row"
+            console.print(f"[yellow]{job.key}: {reason}; {then}[/yellow]", soft_wrap=True)
+
     results = (
         run_inline(todo, cfg.retries, cfg.batch_episodes)
         if cfg.workers == 0
         else run_on_ray(
-            todo, cfg.workers, cfg.retries, cfg.ray.address, tmp, batch=cfg.batch_episodes
+            todo,
+            cfg.workers,
+            cfg.retries,
+            cfg.ray.address,
+            tmp,
+            batch=cfg.batch_episodes,
+            on_death=on_death,
         )
     )
     columns = (

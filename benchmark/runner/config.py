@@ -74,7 +74,7 @@ class RunConfig:
     challenge: str | None = None  # a challenge file (hidden-seed suites): run exactly its episodes
     reference_from: str | None = None  # a previous run directory whose one-agent rows serve instead
     replay: bool = False  # write a top-down GIF and an episode.html viewer per episode
-    retries: int = 1  # retries of an episode that raises before it is recorded as an error
+    retries: int = 1  # retries of an episode that raises or whose worker dies, before an error row
     batch_episodes: int = 1  # episodes a worker plays at once, their LLM calls batched together
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory (re-running into it resumes)
 

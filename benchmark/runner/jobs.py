@@ -1,7 +1,8 @@
 """Episode jobs: what one worker runs, and the result row it produces.
 
 A job never raises: an episode that raises is retried ``retries`` times, then returned as an
-error row carrying the message, so nothing is ever silently dropped.
+error row carrying the message, so nothing is ever silently dropped. (A worker process that dies
+cannot return anything: :mod:`benchmark.runner.execute` retries and records those.)
 """
 
 from __future__ import annotations
@@ -90,13 +91,15 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
     return row, trace
 
 
-def run_jobs(jobs: list[Job], retries: int = 1) -> list[dict[str, Any]]:
+def run_jobs(jobs: list[Job], retries: int = 1, attempts_before: int = 0) -> list[dict[str, Any]]:
     """Run ``jobs`` at once (:func:`benchmark.llm.batching.run_batched`: every decision round's
     LLM calls of all of them in one batch); their results, in order. One job alone runs as
     :func:`run_job`."""
     if len(jobs) == 1:
-        return [run_job(jobs[0], retries)]
-    results, _ = run_batched([functools.partial(run_job, job, retries) for job in jobs])
+        return [run_job(jobs[0], retries, attempts_before)]
+    results, _ = run_batched(
+        [functools.partial(run_job, job, retries, attempts_before) for job in jobs]
+    )
     for result in results:
         # run_job records every Exception in its row; anything else (an interrupt) propagates.
         if isinstance(result, BaseException):
@@ -104,9 +107,9 @@ def run_jobs(jobs: list[Job], retries: int = 1) -> list[dict[str, Any]]:
     return results
 
 
-def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
-    """Run ``job``; returns ``{"job": ..., "row": ..., "trace": ... or None}``."""
-    base = {
+def _base(job: Job) -> dict[str, Any]:
+    """The fields of every row of ``job``, whatever its outcome."""
+    return {
         "key": job.key,
         "split": job.split,
         "seed": job.seed,
@@ -116,6 +119,41 @@ def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
         "reference": job.reference,
         **_source(job),
     }
+
+
+def _family(job: Job) -> dict[str, str]:
+    """The task's family, so that an error row counts in its family's summary (nothing when the
+    task itself cannot be loaded: the error row says why)."""
+    try:
+        task = (
+            load_task_file(job.task_file, sha256=job.task_sha256)
+            if job.task_file
+            else load_task(job.task)
+        )
+    except ValueError:
+        return {}
+    return {"family": task.family}
+
+
+def error_result(job: Job, attempts: int, error: str) -> dict[str, Any]:
+    """The result of an episode that failed ``attempts`` times, the last with ``error``."""
+    row = {
+        **_base(job),
+        "task": job.task,
+        **_family(job),
+        "status": "error",
+        "attempts": attempts,
+        "error": error.strip(),
+    }
+    return {"job": asdict(job), "row": row, "trace": None}
+
+
+def run_job(job: Job, retries: int = 1, attempts_before: int = 0) -> dict[str, Any]:
+    """Run ``job``; returns ``{"job": ..., "row": ..., "trace": ... or None}``.
+
+    ``attempts_before`` counts attempts already spent elsewhere (a worker that died playing the
+    episode): the row's ``attempts`` includes them, and ``retries`` is what is left.
+    """
     errors = []
     for attempt in range(retries + 1):
         start = time.perf_counter()
@@ -127,16 +165,10 @@ def run_job(job: Job, retries: int = 1) -> dict[str, Any]:
         # Wall time is a resource figure of the row (reported, e.g. on the leaderboard); it is
         # not part of the trace and affects no result.
         wall = round(time.perf_counter() - start, 3)
+        attempts = attempts_before + attempt + 1
         return {
             "job": asdict(job),
-            "row": {**base, **row, "status": "ok", "attempts": attempt + 1, "wall_s": wall},
+            "row": {**_base(job), **row, "status": "ok", "attempts": attempts, "wall_s": wall},
             "trace": trace,
         }
-    row = {
-        **base,
-        "task": job.task,
-        "status": "error",
-        "attempts": retries + 1,
-        "error": errors[-1].strip(),
-    }
-    return {"job": asdict(job), "row": row, "trace": None}
+    return error_result(job, attempts_before + retries + 1, errors[-1])
