@@ -240,7 +240,8 @@ def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
 
 def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
     """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
-    tiny randomly initialised model with the same tokenizer."""
+    tiny randomly initialised model with the same tokenizer; then the peak RSS of a worker
+    playing one episode of each LLM baseline (:func:`llm_episode_rss`)."""
     import tempfile
 
     import torch
@@ -265,8 +266,39 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
         "batch8_over_batch1": round(b8 / b1, 2),
         "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
         "threads": torch.get_num_threads(),
+        **llm_episode_rss(),
         "python": platform.python_version(),
     }
+
+
+def llm_episode_rss(
+    task: str = "switch_off_kitchen_v0", baselines: Sequence[str] = ("llm_agents", "llm_planner")
+) -> dict[str, Any]:
+    """Peak RSS (MiB) of one smoke-suite episode of each LLM baseline, configured as
+    ``baseline=<name> llm=smollm2 suite=smoke`` would run it, each in a fresh process as a
+    runner worker (:mod:`benchmark.runner.peak_rss`); the oracle's is the floor of such a
+    process without an LLM. ``*_episode_s``: the episode's wall time at one thread."""
+    from hydra import compose, initialize_config_dir
+
+    from benchmark.paths import CONFIGS_DIR
+    from benchmark.runner.app import build_jobs
+    from benchmark.runner.config import register_configs
+    from benchmark.runner.peak_rss import episode_peak_rss
+
+    register_configs()
+    out: dict[str, Any] = {"rss_task": task}
+    for name in ("oracle", *baselines):
+        llm = "none" if name == "oracle" else "smollm2"
+        overrides = [f"baseline={name}", f"llm={llm}", "suite=smoke", "output_dir=unused"]
+        with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
+            cfg = compose("run", overrides=[*overrides, "reference=false", "comm=[true]"])
+        (job,) = [j for j in build_jobs(cfg) if j.task == task]
+        got = episode_peak_rss(job)
+        out[f"{name}_peak_rss_mb"] = got["peak_rss_mb"]
+        out[f"{name}_episode_s"] = got["episode_s"]
+        if got["status"] != "ok":
+            out[f"{name}_rss_error"] = f"{got['status']}: {got['reason']}"
+    return out
 
 
 BENCHES = {

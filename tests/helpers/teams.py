@@ -32,9 +32,10 @@ class DyingTeamForTests(OracleTeam):
     """The oracle, except that in the episodes of ``task`` its worker process dies after
     ``after`` decisions: a real worker death. ``how="sigkill"``: the process sends itself
     SIGKILL, as the OS does; ``how="wait"``: it waits (at most ``wait_s`` seconds) to be killed
-    from outside, e.g. by Ray's memory monitor. Each episode dies ``times`` times (counted in
-    files under ``marker_dir``, which every worker shares), then plays on. It never kills the
-    process ``driver_pid`` (the test's own): there it raises instead."""
+    from outside, e.g. by Ray's memory monitor, holding ``hoard_mb`` MiB more than it needs.
+    Each episode dies ``times`` times (counted in files under ``marker_dir``, which every worker
+    shares), then plays on. It never kills the process ``driver_pid`` (the test's own): there
+    it raises instead."""
 
     def __init__(
         self,
@@ -45,7 +46,9 @@ class DyingTeamForTests(OracleTeam):
         after: int = 2,
         how: str = "sigkill",
         wait_s: float = 60.0,
+        hoard_mb: int = 0,
     ) -> None:
+        self.hoard_mb = hoard_mb
         self.task, self.times, self.after, self.how, self.wait_s = task, times, after, how, wait_s
         self.marker_dir, self.driver_pid = Path(marker_dir), driver_pid
 
@@ -65,6 +68,8 @@ class DyingTeamForTests(OracleTeam):
             (self.marker_dir / f"{self.episode}.death{deaths}").touch()
             if self.how == "sigkill":
                 os.kill(os.getpid(), signal.SIGKILL)
+            hoard = b"\x01" * (self.hoard_mb << 20)  # written, so resident
             time.sleep(self.wait_s)
+            del hoard
             raise RuntimeError(f"DyingTeamForTests was not killed within {self.wait_s} s")
         return super().act(observations)

@@ -1,0 +1,97 @@
+"""Peak resident memory of one episode, played in a fresh process as a runner worker plays it.
+
+``episode_peak_rss(job)`` starts ``python -m benchmark.runner.peak_rss``, which plays the job
+with the runner's own :func:`~benchmark.runner.jobs.run_job` (no retries), and reads the child's
+peak RSS from the kernel when it ends (``wait4``), so the figure covers that process alone:
+interpreter, imports, model and episode. Like a Ray worker of the runner (one CPU each), the
+child runs with one OpenMP thread unless ``OMP_NUM_THREADS`` is set. A watchdog kills the
+child above ``cap_mb``, so that a runaway episode cannot take a shared machine's memory. Linux.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from benchmark.runner.jobs import Job, run_job
+
+
+def _rss_mb(pid: int) -> float | None:
+    """Current resident set size of ``pid`` in MiB (None when it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024  # the kernel writes kB
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def episode_peak_rss(job: Job, cap_mb: float = 8192.0, poll_s: float = 0.2) -> dict[str, Any]:
+    """Play ``job`` in a fresh process; returns ``peak_rss_mb`` (MiB), ``wall_s`` (seconds of
+    the whole process: start-up, imports and episode), ``episode_s`` (the episode alone, when it
+    ended), ``status`` (``ok``, ``error`` or ``killed``) and ``reason`` (why, unless ok)."""
+    env = {**os.environ}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="peak-rss") as tmp:
+        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        job_path.write_text(json.dumps(asdict(job)))
+        start = time.perf_counter()
+        # The child's output goes to stderr: a bench's stdout is its one line of figures.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmark.runner.peak_rss", str(job_path), str(out_path)],
+            env=env,
+            stdout=2,
+        )
+        capped = reaped = False
+        try:
+            while not reaped:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                reaped = pid != 0
+                rss = None if reaped else _rss_mb(proc.pid)
+                if rss is not None and rss > cap_mb and not capped:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    capped = True
+                time.sleep(0 if reaped else poll_s)
+        finally:
+            if not reaped:  # interrupted: the child must not outlive the measurement
+                proc.kill()
+                proc.wait()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        row = json.loads(out_path.read_text()) if out_path.exists() else None
+    out: dict[str, Any] = {
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: ru_maxrss is in KiB
+        "wall_s": round(wall, 1),
+        "episode_s": row.get("wall_s") if row else None,
+    }
+    if capped:
+        return {**out, "status": "killed", "reason": f"RSS above the cap of {cap_mb:.0f} MiB"}
+    if row is None:
+        code = proc.returncode
+        why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return {**out, "status": "killed", "reason": f"the process ended with no result: {why}"}
+    if row["status"] != "ok":
+        reason = row.get("error", "").splitlines()[0] if row.get("error") else ""
+        return {**out, "status": row["status"], "reason": reason}
+    return {**out, "status": "ok"}
+
+
+def main(argv: list[str]) -> int:
+    """Child side: play the job in ``argv[0]`` (JSON) and write its row to ``argv[1]``."""
+    job = Job(**json.loads(Path(argv[0]).read_text()))
+    row = run_job(job, retries=0)["row"]
+    Path(argv[1]).write_text(json.dumps(row, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

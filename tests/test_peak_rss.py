@@ -1,0 +1,51 @@
+"""The peak RSS of one episode, measured in a fresh process (what ``bench llm`` reports)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchmark.paths import REPO_ROOT
+from benchmark.runner.jobs import Job
+from benchmark.runner.peak_rss import episode_peak_rss
+
+TASK = "switch_off_bedroom_v0"
+FULL = {"observability": "full"}
+
+
+@pytest.fixture(autouse=True)
+def children_see_test_teams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measured process inherits this environment: let it import ``helpers.teams``."""
+    paths = [str(REPO_ROOT / "tests"), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+
+
+def _dying(tmp_path: Path, **kwargs: object) -> Job:
+    options = {"task": TASK, "marker_dir": str(tmp_path), "driver_pid": os.getpid(), **kwargs}
+    return Job(TASK, "test", 2, 0, True, "helpers.teams:DyingTeamForTests", options, FULL)
+
+
+def test_an_episode_is_measured_in_its_own_process(tmp_path: Path) -> None:
+    plain = episode_peak_rss(Job(TASK, "test", 2, 0, True, "oracle", {}, FULL))
+    assert plain["status"] == "ok" and plain["episode_s"] is not None
+    assert 20 < plain["peak_rss_mb"] < 1024, plain
+    # The same episode holding 300 MiB more: the figure is that process's own peak.
+    hoarding = episode_peak_rss(
+        _dying(tmp_path, how="wait", hoard_mb=300), cap_mb=plain["peak_rss_mb"] + 150
+    )
+    assert hoarding["status"] == "killed" and "cap" in hoarding["reason"], hoarding
+    assert hoarding["peak_rss_mb"] > plain["peak_rss_mb"] + 150
+    assert hoarding["episode_s"] is None
+
+
+def test_a_process_that_dies_is_reported_with_its_signal(tmp_path: Path) -> None:
+    died = episode_peak_rss(_dying(tmp_path))
+    assert died["status"] == "killed" and "signal 9" in died["reason"], died
+    assert died["peak_rss_mb"] > 20 and len(list(tmp_path.glob("*.death*"))) == 1
+
+
+def test_an_episode_that_raises_is_reported_as_an_error(tmp_path: Path) -> None:
+    failed = episode_peak_rss(Job(TASK, "test", 2, 0, True, "no_such_team", {}, FULL))
+    assert failed["status"] == "error" and "no_such_team" in failed["reason"], failed
