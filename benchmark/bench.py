@@ -276,24 +276,35 @@ def llm_episode_rss(
 ) -> dict[str, Any]:
     """Peak RSS (MiB) of one smoke-suite episode of each LLM baseline, configured as
     ``baseline=<name> llm=smollm2 suite=smoke`` would run it, each in a fresh process as a
-    runner worker (:mod:`benchmark.runner.peak_rss`); the oracle's is the floor of such a
-    process without an LLM. ``*_episode_s``: the episode's wall time at one thread."""
+    runner worker (:mod:`benchmark.runner.peak_rss`: one thread each, all at once, as on that
+    many workers); the oracle's is the floor of such a process without an LLM. ``*_episode_s``:
+    the episode's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from hydra import compose, initialize_config_dir
 
     from benchmark.paths import CONFIGS_DIR
     from benchmark.runner.app import build_jobs
     from benchmark.runner.config import register_configs
+    from benchmark.runner.jobs import Job
     from benchmark.runner.peak_rss import episode_peak_rss
 
     register_configs()
-    out: dict[str, Any] = {"rss_task": task}
-    for name in ("oracle", *baselines):
+    names = ("oracle", *baselines)
+    jobs: list[Job] = []
+    for name in names:
         llm = "none" if name == "oracle" else "smollm2"
         overrides = [f"baseline={name}", f"llm={llm}", "suite=smoke", "output_dir=unused"]
         with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
             cfg = compose("run", overrides=[*overrides, "reference=false", "comm=[true]"])
-        (job,) = [j for j in build_jobs(cfg) if j.task == task]
-        got = episode_peak_rss(job)
+        matching = [j for j in build_jobs(cfg) if j.task == task]
+        if len(matching) != 1:
+            raise ValueError(f"task {task!r}: not one episode of the smoke suite")
+        jobs += matching
+    with ThreadPoolExecutor(len(jobs)) as pool:  # threads that each wait on one process
+        measured = list(pool.map(episode_peak_rss, jobs))
+    out: dict[str, Any] = {"rss_task": task}
+    for name, got in zip(names, measured, strict=True):
         out[f"{name}_peak_rss_mb"] = got["peak_rss_mb"]
         out[f"{name}_episode_s"] = got["episode_s"]
         if got["status"] != "ok":
