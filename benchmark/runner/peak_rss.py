@@ -1,9 +1,11 @@
 """Peak resident memory of one episode, played in a fresh process as a runner worker plays it.
 
 ``episode_peak_rss(job)`` starts ``python -m benchmark.runner.peak_rss``, which plays the job
-with the runner's own :func:`~benchmark.runner.jobs.run_job` (no retries), and reads the child's
-peak RSS from the kernel when it ends (``wait4``), so the figure covers that process alone:
-interpreter, imports, model and episode. Like a Ray worker of the runner (one CPU each), the
+with the runner's own :func:`~benchmark.runner.jobs.run_job` (no retries) and reports its peak
+RSS (the kernel's ``VmHWM``), so the figure covers that process alone: interpreter, imports,
+model and episode. (Not ``ru_maxrss``: Linux carries the parent's peak across fork and exec
+into it.) A child that is killed cannot report: then the figure is the last ``VmHWM`` the
+parent read, at most ``poll_s`` old. Like a Ray worker of the runner (one CPU each), the
 child runs with one OpenMP thread unless ``OMP_NUM_THREADS`` is set. A watchdog kills the
 child above ``cap_mb``, so that a runaway episode cannot take a shared machine's memory. Linux.
 """
@@ -24,11 +26,12 @@ from typing import Any
 from benchmark.runner.jobs import Job, run_job
 
 
-def _rss_mb(pid: int) -> float | None:
-    """Current resident set size of ``pid`` in MiB (None when it cannot be read)."""
+def _memory_mb(pid: int | str, field: str) -> float | None:
+    """``VmRSS`` (now) or ``VmHWM`` (peak so far) of process ``pid`` in MiB (None when it
+    cannot be read: the process has ended)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024  # the kernel writes kB
     except (OSError, ValueError):
         return None
@@ -52,24 +55,30 @@ def episode_peak_rss(job: Job, cap_mb: float = 8192.0, poll_s: float = 0.2) -> d
             stdout=2,
         )
         capped = reaped = False
+        peak: float | None = None
         try:
             while not reaped:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
                 reaped = pid != 0
-                rss = None if reaped else _rss_mb(proc.pid)
-                if rss is not None and rss > cap_mb and not capped:
-                    os.kill(proc.pid, signal.SIGKILL)
-                    capped = True
-                time.sleep(0 if reaped else poll_s)
+                if not reaped:
+                    peak = _memory_mb(proc.pid, "VmHWM") or peak
+                    rss = _memory_mb(proc.pid, "VmRSS")
+                    if rss is not None and rss > cap_mb and not capped:
+                        os.kill(proc.pid, signal.SIGKILL)
+                        capped = True
+                    time.sleep(poll_s)
         finally:
             if not reaped:  # interrupted: the child must not outlive the measurement
                 proc.kill()
                 proc.wait()
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        row = json.loads(out_path.read_text()) if out_path.exists() else None
+        result = json.loads(out_path.read_text()) if out_path.exists() else None
+    row = result["row"] if result else None
+    if result is not None:
+        peak = result["peak_rss_mb"]
     out: dict[str, Any] = {
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: ru_maxrss is in KiB
+        "peak_rss_mb": None if peak is None else round(peak, 1),
         "wall_s": round(wall, 1),
         "episode_s": row.get("wall_s") if row else None,
     }
@@ -86,10 +95,12 @@ def episode_peak_rss(job: Job, cap_mb: float = 8192.0, poll_s: float = 0.2) -> d
 
 
 def main(argv: list[str]) -> int:
-    """Child side: play the job in ``argv[0]`` (JSON) and write its row to ``argv[1]``."""
+    """Child side: play the job in ``argv[0]`` (JSON); write its row and this process's peak
+    RSS to ``argv[1]``."""
     job = Job(**json.loads(Path(argv[0]).read_text()))
     row = run_job(job, retries=0)["row"]
-    Path(argv[1]).write_text(json.dumps(row, default=str))
+    peak = _memory_mb("self", "VmHWM")
+    Path(argv[1]).write_text(json.dumps({"row": row, "peak_rss_mb": peak}, default=str))
     return 0
 
 
