@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.bench_llm import bench_llm
 from benchmark.sim.actions import NAVIGATION
 
 PRIMITIVES = (
@@ -220,96 +221,6 @@ def bench_run(
         "same_trace_hashes": same,
         "python": platform.python_version(),
     }
-
-
-def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
-    from benchmark.llm import Sampling
-
-    chats = [
-        [{"role": "user", "content": f"List three things found in a kitchen. ({k})"}]
-        for k in range(batch)
-    ]
-    llm.generate(chats[:1], Sampling(max_tokens=4))  # warm-up
-    best = 0.0
-    for r in range(repeats):
-        start = time.perf_counter()
-        gens = llm.generate(chats, Sampling(max_tokens=max_tokens, temperature=1.0, seed=r))
-        best = max(best, sum(len(g.token_ids) for g in gens) / (time.perf_counter() - start))
-    return best
-
-
-def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
-    """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
-    tiny randomly initialised model with the same tokenizer; then the peak RSS of a worker
-    playing one episode of each LLM baseline (:func:`llm_episode_rss`)."""
-    import tempfile
-
-    import torch
-    from transformers import AutoTokenizer
-
-    from benchmark.llm import make_llm
-    from benchmark.llm.hf import HFBackend
-    from benchmark.llm.smollm2 import smollm2_dir
-    from benchmark.llm.tiny import save_tiny_llama
-
-    smol = make_llm("smollm2")
-    b1 = _tokens_per_s(smol, 1, max_tokens, repeats)
-    b8 = _tokens_per_s(smol, 8, max_tokens, repeats)
-    with tempfile.TemporaryDirectory(prefix="tiny-llm") as tmp:
-        save_tiny_llama(tmp, AutoTokenizer.from_pretrained(smollm2_dir()), hidden=64)
-        tiny = HFBackend(tmp, name="tiny-random")
-        tiny_b8 = _tokens_per_s(tiny, 8, max_tokens, repeats)
-    return {
-        "bench": "llm",
-        "smollm2_tokens_per_s_batch1": round(b1, 1),
-        "smollm2_tokens_per_s_batch8": round(b8, 1),
-        "batch8_over_batch1": round(b8 / b1, 2),
-        "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
-        "threads": torch.get_num_threads(),
-        **llm_episode_rss(),
-        "python": platform.python_version(),
-    }
-
-
-def llm_episode_rss(
-    task: str = "switch_off_kitchen_v0", baselines: Sequence[str] = ("llm_agents", "llm_planner")
-) -> dict[str, Any]:
-    """Peak RSS (MiB) of one smoke-suite episode of each LLM baseline, configured as
-    ``baseline=<name> llm=smollm2 suite=smoke`` would run it, each in a fresh process as a
-    runner worker (:mod:`benchmark.runner.peak_rss`: one thread each, all at once, as on that
-    many workers); the oracle's is the floor of such a process without an LLM. ``*_episode_s``:
-    the episode's wall time."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from hydra import compose, initialize_config_dir
-
-    from benchmark.paths import CONFIGS_DIR
-    from benchmark.runner.app import build_jobs
-    from benchmark.runner.config import register_configs
-    from benchmark.runner.jobs import Job
-    from benchmark.runner.peak_rss import episode_peak_rss
-
-    register_configs()
-    names = ("oracle", *baselines)
-    jobs: list[Job] = []
-    for name in names:
-        llm = "none" if name == "oracle" else "smollm2"
-        overrides = [f"baseline={name}", f"llm={llm}", "suite=smoke", "output_dir=unused"]
-        with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
-            cfg = compose("run", overrides=[*overrides, "reference=false", "comm=[true]"])
-        matching = [j for j in build_jobs(cfg) if j.task == task]
-        if len(matching) != 1:
-            raise ValueError(f"task {task!r}: not one episode of the smoke suite")
-        jobs += matching
-    with ThreadPoolExecutor(len(jobs)) as pool:  # threads that each wait on one process
-        measured = list(pool.map(episode_peak_rss, jobs))
-    out: dict[str, Any] = {"rss_task": task}
-    for name, got in zip(names, measured, strict=True):
-        out[f"{name}_peak_rss_mb"] = got["peak_rss_mb"]
-        out[f"{name}_episode_s"] = got["episode_s"]
-        if got["status"] != "ok":
-            out[f"{name}_rss_error"] = f"{got['status']}: {got['reason']}"
-    return out
 
 
 BENCHES = {

@@ -1,0 +1,178 @@
+"""The LLM figures of ``python -m benchmark.bench llm``: generated tokens/s of the embedded
+SmolLM2, ``llm_agents`` decisions/s played one episode after another and K episodes at once
+(:mod:`benchmark.llm.batching`), and the peak RSS of a worker playing one episode of each LLM
+baseline."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from benchmark.paths import CONFIGS_DIR
+
+
+def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
+    from benchmark.llm import Sampling
+
+    chats = [
+        [{"role": "user", "content": f"List three things found in a kitchen. ({k})"}]
+        for k in range(batch)
+    ]
+    llm.generate(chats[:1], Sampling(max_tokens=4))  # warm-up
+    best = 0.0
+    for r in range(repeats):
+        start = time.perf_counter()
+        gens = llm.generate(chats, Sampling(max_tokens=max_tokens, temperature=1.0, seed=r))
+        best = max(best, sum(len(g.token_ids) for g in gens) / (time.perf_counter() - start))
+    return best
+
+
+def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
+    """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
+    tiny randomly initialised model with the same tokenizer; then the peak RSS of a worker
+    playing one episode of each LLM baseline (:func:`llm_episode_rss`)."""
+    import tempfile
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from benchmark.llm import make_llm
+    from benchmark.llm.hf import HFBackend
+    from benchmark.llm.smollm2 import smollm2_dir
+    from benchmark.llm.tiny import save_tiny_llama
+
+    smol = make_llm("smollm2")
+    b1 = _tokens_per_s(smol, 1, max_tokens, repeats)
+    b8 = _tokens_per_s(smol, 8, max_tokens, repeats)
+    with tempfile.TemporaryDirectory(prefix="tiny-llm") as tmp:
+        save_tiny_llama(tmp, AutoTokenizer.from_pretrained(smollm2_dir()), hidden=64)
+        tiny = HFBackend(tmp, name="tiny-random")
+        tiny_b8 = _tokens_per_s(tiny, 8, max_tokens, repeats)
+    return {
+        "bench": "llm",
+        "smollm2_tokens_per_s_batch1": round(b1, 1),
+        "smollm2_tokens_per_s_batch8": round(b8, 1),
+        "batch8_over_batch1": round(b8 / b1, 2),
+        "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
+        "threads": torch.get_num_threads(),
+        **bench_llm_agents(),
+        **llm_episode_rss(),
+        "python": platform.python_version(),
+    }
+
+
+def llm_episode_rss(
+    task: str = "switch_off_kitchen_v0", baselines: Sequence[str] = ("llm_agents", "llm_planner")
+) -> dict[str, Any]:
+    """Peak RSS (MiB) of one smoke-suite episode of each LLM baseline, configured as
+    ``baseline=<name> llm=smollm2 suite=smoke`` would run it, each in a fresh process as a
+    runner worker (:mod:`benchmark.runner.peak_rss`: one thread each, all at once, as on that
+    many workers); the oracle's is the floor of such a process without an LLM. ``*_episode_s``:
+    the episode's wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hydra import compose, initialize_config_dir
+
+    from benchmark.paths import CONFIGS_DIR
+    from benchmark.runner.app import build_jobs
+    from benchmark.runner.config import register_configs
+    from benchmark.runner.jobs import Job
+    from benchmark.runner.peak_rss import episode_peak_rss
+
+    register_configs()
+    names = ("oracle", *baselines)
+    jobs: list[Job] = []
+    for name in names:
+        llm = "none" if name == "oracle" else "smollm2"
+        overrides = [f"baseline={name}", f"llm={llm}", "suite=smoke", "output_dir=unused"]
+        with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
+            cfg = compose("run", overrides=[*overrides, "reference=false", "comm=[true]"])
+        matching = [j for j in build_jobs(cfg) if j.task == task]
+        if len(matching) != 1:
+            raise ValueError(f"task {task!r}: not one episode of the smoke suite")
+        jobs += matching
+    with ThreadPoolExecutor(len(jobs)) as pool:  # threads that each wait on one process
+        measured = list(pool.map(episode_peak_rss, jobs))
+    out: dict[str, Any] = {"rss_task": task}
+    for name, got in zip(names, measured, strict=True):
+        out[f"{name}_peak_rss_mb"] = got["peak_rss_mb"]
+        out[f"{name}_episode_s"] = got["episode_s"]
+        if got["status"] != "ok":
+            out[f"{name}_rss_error"] = f"{got['status']}: {got['reason']}"
+    return out
+
+
+SMOKE = CONFIGS_DIR / "suite" / "smoke.yaml"
+
+
+def _smoke_episodes(k: int) -> list[tuple[str, int]]:
+    """``k`` episodes of the smoke suite: its tasks in order, then again with the next seeds."""
+    tasks = [e["task"] for e in yaml.safe_load(SMOKE.read_text())["entries"]]
+    return [(tasks[i % len(tasks)], i // len(tasks)) for i in range(k)]
+
+
+def _ready_episode(task: str, seed: int) -> tuple[Any, dict[str, Any]]:
+    """An env reset for the episode (scene set-up is not part of the timing)."""
+    from benchmark.env import make_env
+
+    env = make_env(task, n_agents=2, seed=seed, split="test")
+    obs, _ = env.reset(seed=seed)
+    return env, obs
+
+
+def _decision_rounds(
+    env: Any, obs: dict[str, Any], rounds: int, llm: dict[str, Any]
+) -> tuple[int, list]:
+    """The first ``rounds`` decision rounds of an ``llm_agents`` team in a reset env: (LLM
+    decisions made, the actions of each round)."""
+    from benchmark.agents import make_team
+
+    team = make_team("llm_agents", llm=llm)
+    team.reset(list(env.possible_agents), env.task_info())
+    played = []
+    while env.agents and len(played) < rounds:
+        actions = team.act(obs)
+        played.append(actions)
+        obs, rewards, _, _, _ = env.step(actions)
+        team.rewarded(rewards)
+    return int(team.metrics()["llm/calls"]), played
+
+
+def bench_llm_agents(k: int = 8, rounds: int = 4) -> dict[str, Any]:
+    """``llm_agents`` on the embedded SmolLM2: LLM decisions/s playing ``k`` smoke episodes one
+    after another and all at once (:func:`benchmark.llm.batching.run_batched`), the first
+    ``rounds`` decision rounds of each, side by side; and whether both chose the same actions
+    (greedy decoding: they must)."""
+    from benchmark.llm.batching import run_batched
+
+    llm = {"backend": "smollm2", "model": "", "options": {}}
+    episodes = _smoke_episodes(k)
+    _decision_rounds(*_ready_episode(*episodes[0]), 1, llm)  # load the model before timing
+    ready = [_ready_episode(task, seed) for task, seed in episodes]
+    start = time.perf_counter()
+    alone = [_decision_rounds(env, obs, rounds, llm) for env, obs in ready]
+    sequential = time.perf_counter() - start
+    ready = [_ready_episode(task, seed) for task, seed in episodes]
+    start = time.perf_counter()
+    together, stats = run_batched(
+        [lambda e=e, o=o: _decision_rounds(e, o, rounds, llm) for e, o in ready]
+    )
+    batched = time.perf_counter() - start
+    for result in together:
+        if isinstance(result, BaseException):
+            raise result
+    decisions = sum(n for n, _ in alone)
+    return {
+        "llm_agents_episodes": k,
+        "llm_agents_rounds": rounds,
+        "llm_agents_decisions": decisions,
+        "llm_agents_decisions_per_s_sequential": round(decisions / sequential, 3),
+        "llm_agents_decisions_per_s_batched": round(decisions / batched, 3),
+        "llm_agents_batched_over_sequential": round(sequential / batched, 2),
+        "llm_agents_batches": stats.batches,
+        "llm_agents_same_actions": [a for _, a in alone] == [a for _, a in together],
+    }
