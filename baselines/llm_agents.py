@@ -10,9 +10,10 @@ Constrained (the default, ``llm.constrained=true``): each reply is decoded under
 less ``pickup`` while it holds something and ``put`` while it holds nothing), the objects it
 knows and, when messages are delivered, its valid recipients; so every reply is a valid action.
 A generation cut at ``max_tokens`` keeps its action if the action was complete and drops the
-unfinished message (counted in ``llm/truncated_rate``). A reply that was not decoded under the
-schema (a server that refused or ignored it) goes to the free-form parser and is counted in
-``llm/fallback_rate``.
+unfinished message (counted in ``llm/truncated_rate``; without a complete action it is a parse
+failure too). A reply that was not decoded under the schema (a server that refused it, or one
+that accepted it and returned text the schema rejects) goes to the free-form parser and is
+counted in ``llm/fallback_rate``.
 
 Free-form (``llm.constrained=false``, the ablation): the reply is parsed by
 :func:`extract_action`: its JSON ``action``, else the first line that parses in the action
@@ -42,7 +43,7 @@ from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
 HISTORY = 4
 MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)
 FALLBACK = "explore"
-MESSAGE_CHARS = 40  # longest message text the decision schema allows
+MESSAGE_CHARS = 32  # longest message text the decision schema allows
 # Printable ASCII without '"' and '\\': message text needs no JSON escapes.
 _TEXT_CHARS = r"[ -!#-\[\]-~]"
 SAY_HINT = 'To message teammates add "say": {{"to": "<{recipients}>", "text": "<short message>"}}.'
@@ -108,6 +109,14 @@ def decision_schema(
 
 
 _ACTION_HEAD = re.compile(r'^\s*\{\s*"action"\s*:\s*"([^"\\]*)"')
+_DECISION_START = '{"action":"'
+
+
+def _starts_a_decision(text: str) -> bool:
+    """Whether ``text`` begins the way every decision the schema allows begins (whatever the
+    whitespace a backend puts between JSON tokens)."""
+    head = re.sub(r"\s+", "", text[:32])[: len(_DECISION_START)]
+    return _DECISION_START.startswith(head)
 
 
 def read_decision(text: str, schema: Mapping[str, Any], truncated: bool = False) -> str | None:
@@ -201,7 +210,7 @@ class LLMAgentsTeam(Team):
         self,
         llm: dict[str, Any] | None = None,
         prompt: str = "llm_agents_v2",
-        max_tokens: int = 48,
+        max_tokens: int = 64,
         temperature: float = 0.0,
         seed: int = 0,
         constrained: bool | None = None,
@@ -270,13 +279,20 @@ class LLMAgentsTeam(Team):
         return action
 
     def _read(self, reply: Generation, constraint: Constraint | None, visible: list[str]) -> str:
+        """The action line of ``reply``; counts parse failures, fallbacks and truncations."""
         truncated = reply.finish_reason == "length"
-        line = None
-        if constraint is not None and reply.constrained:
-            line = read_decision(reply.text, constraint.schema, truncated)
-        fallback = constraint is not None and line is None
-        if line is None:
+        fallback = False
+        if constraint is None:
             line = extract_action(reply.text, visible)
+        elif reply.constrained:
+            line = read_decision(reply.text, constraint.schema, truncated)
+            # A reply the schema rejects, complete or not even begun like a decision: the backend
+            # accepted the schema but did not decode under it. A decision cut before its action
+            # was complete is a truncation only (its partial text holds no action to guess).
+            if line is None and not (truncated and _starts_a_decision(reply.text)):
+                fallback, line = True, extract_action(reply.text, visible)
+        else:  # the backend could not apply the schema (a server that refused it)
+            fallback, line = True, extract_action(reply.text, visible)
         self.meter.parse(line is not None, fallback=fallback, truncated=truncated)
         return line or FALLBACK
 

@@ -255,8 +255,8 @@ def grammar_decompose(
 ) -> Decomposition:
     """Grammar-constrained decomposition: one generation under :func:`plan_schema`, then the
     same parsing and validation as :func:`decompose` (which a backend that could not apply the
-    schema needs; ``constrained`` says whether it did). With no plan possible (no known
-    object) the LLM is not called."""
+    schema needs; ``constrained`` says whether the reply was decoded under it and conforms).
+    With no plan possible (no known object) the LLM is not called."""
     try:
         schema = plan_schema(objects, agents, capabilities, max_subtasks)
     except ConstraintError as err:
@@ -265,8 +265,11 @@ def grammar_decompose(
     constraint = Constraint(schema, "plan")
     gen = llm.generate([chat], sampling or Sampling(max_tokens=480), [constraint])[0]
     result = _parse_plan(gen.text, objects, agents, capabilities)
-    result.constrained = gen.constrained
     result.truncated = gen.finish_reason == "length"
+    # Text the schema rejects was not decoded under it, whatever the backend said (a server
+    # that accepts the schema and ignores it); a cut plan is a valid prefix.
+    conforms = result.truncated or (result.ok and result.invalid == 0 and not result.errors)
+    result.constrained = gen.constrained and conforms
     return result
 
 

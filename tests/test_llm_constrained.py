@@ -89,6 +89,19 @@ def test_a_truncated_decision_keeps_a_complete_action_and_nothing_else() -> None
     )
 
 
+def test_a_decision_cut_before_its_action_is_a_counted_truncation_not_a_guess(tiny_model) -> None:
+    from benchmark.env import make_env
+
+    team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=3)
+    env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
+    obs, _ = env.reset(seed=0)
+    team.reset(list(env.possible_agents), env.task_info())
+    assert {a.split(" | ")[0] for a in team.act(obs).values()} == {"explore"}
+    m = team.metrics()
+    assert m["llm/truncated_rate"] == 1.0 and m["llm/parse_fail_rate"] == 1.0
+    assert m["llm/fallback_rate"] == 0.0
+
+
 def test_an_agent_that_knows_no_objects_may_only_use_plain_skills(tiny) -> None:
     schema = decision_schema(SKILLS, [], [])
     assert schema["properties"]["action"]["enum"] == list(PLAIN_SKILLS)
