@@ -306,17 +306,19 @@ class LLMAgentsTeam(Team):
             if obs["last_action"]:
                 result = "ok" if obs["last_success"] else f"failed: {obs['feedback']}"
                 self.history[a].append(f"{obs['last_action']} -> {result}")
-        constraints = (
-            [self.constraint(a, observations[a]) for a in deciding] if self.constrained else None
-        )
+        constraints: list[Constraint | None] = [
+            self.constraint(a, observations[a]) if self.constrained else None for a in deciding
+        ]
+        # By keyword, one per chat: a batched rollout passes per-chat arguments through.
         replies = self.llm.generate(
-            [self._prompt(a, observations[a]) for a in deciding], self.sampling, constraints
+            [self._prompt(a, observations[a]) for a in deciding],
+            self.sampling,
+            constraints=constraints,
         )
         actions = {}
-        for k, (a, reply) in enumerate(zip(deciding, replies, strict=True)):
+        for a, reply, c in zip(deciding, replies, constraints, strict=True):
             visible = [o["objectId"] for o in observations[a]["visible"]]
-            line = self._read(reply, constraints[k] if constraints else None, visible)
-            actions[a] = self._comm(a, observations[a], line)
+            actions[a] = self._comm(a, observations[a], self._read(reply, c, visible))
         return actions
 
     def metrics(self) -> dict[str, float]:

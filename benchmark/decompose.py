@@ -263,7 +263,7 @@ def grammar_decompose(
         return Decomposition(ok=False, errors=[str(err)])
     chat = build_prompt(template, instruction, objects, agents, capabilities)
     constraint = Constraint(schema, "plan")
-    gen = llm.generate([chat], sampling or Sampling(max_tokens=480), [constraint])[0]
+    gen = llm.generate([chat], sampling or Sampling(max_tokens=480), constraints=[constraint])[0]
     result = _parse_plan(gen.text, objects, agents, capabilities)
     result.truncated = gen.finish_reason == "length"
     # Text the schema rejects was not decoded under it, whatever the backend said (a server
