@@ -1,30 +1,52 @@
 """The ``llm_agents`` team: every agent is an LLM that picks its own next skill.
 
-Each agent keeps its own short history (last actions and their results) and the messages it
-received, and is prompted with ``prompts/llm_agents_v1.txt``. The first line of the reply that
-parses in the action grammar is used, else a skill word followed by a visible id or type name; a
-reply with neither is a counted parse failure and the agent explores instead. A rule-based comm
-module adds ``| say all: found <id>`` when the agent first sees an object the instruction names
-and the LLM chose not to speak.
+Each agent keeps its own short history (last actions and their results), the objects it knows
+(named by the instruction, seen, or named in a message it received), and is prompted with
+``prompts/llm_agents_v2.txt`` (one JSON object: ``{"action": ..., "say": {"to": ..., "text":
+...}}``). All deciding agents go to the LLM in one batched call.
+
+Constrained (the default, ``llm.constrained=true``): each reply is decoded under
+:func:`decision_schema`, built at that moment from the agent's skills (its capability profile,
+less ``pickup`` while it holds something and ``put`` while it holds nothing), the objects it
+knows and, when messages are delivered, its valid recipients; so every reply is a valid action.
+A generation cut at ``max_tokens`` keeps its action if the action was complete and drops the
+unfinished message (counted in ``llm/truncated_rate``; without a complete action it is a parse
+failure too). A reply that was not decoded under the schema (a server that refused it, or one
+that accepted it and returned text the schema rejects) goes to the free-form parser and is
+counted in ``llm/fallback_rate``.
+
+Free-form (``llm.constrained=false``, the ablation): the reply is parsed by
+:func:`extract_action`: its JSON ``action``, else the first line that parses in the action
+grammar, else a skill word followed by a visible id or type name. A reply with none of these is
+a counted parse failure (``llm/parse_fail_rate``) and the agent explores instead. A rule-based
+comm module adds ``| say all: found <id>`` when the agent first sees an object the instruction
+names and the LLM chose not to speak.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baselines.llm_support import UsageMeter, load_prompt, shared_llm
+from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
 from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
+from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
-from benchmark.llm import Sampling
+from benchmark.llm import Constraint, ConstraintError, Generation, Sampling
 from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import PLAIN_SKILLS, SKILLS
+from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
 
 HISTORY = 4
 MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)
 FALLBACK = "explore"
+MESSAGE_CHARS = 32  # longest message text the decision schema allows
+# Printable ASCII without '"' and '\\': message text needs no JSON escapes.
+_TEXT_CHARS = r"[ -!#-\[\]-~]"
+SAY_HINT = 'To message teammates add "say": {{"to": "<{recipients}>", "text": "<short message>"}}.'
 
 
 def compact_observation(obs: dict[str, Any]) -> str:
@@ -46,6 +68,84 @@ def compact_observation(obs: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def decision_schema(
+    skills: Sequence[str],
+    objects: Sequence[str],
+    recipients: Sequence[str] = (),
+    message_chars: int = MESSAGE_CHARS,
+) -> dict[str, Any]:
+    """The JSON schema of one decision: ``action`` is a targeted skill of ``skills`` on one of
+    ``objects``, or a plain skill of ``skills``; ``say`` (optional, only with ``recipients``)
+    is a message of at most ``message_chars`` printable characters to one recipient.
+
+    With no objects the actions are the plain skills; with no action at all this raises
+    :class:`~benchmark.llm.base.ConstraintError`."""
+    unknown = sorted(set(skills) - set(SKILLS))
+    if unknown:
+        raise ConstraintError(f"decision schema: unknown skills {unknown}; valid: {list(SKILLS)}")
+    actions = [f"{s} {o}" for s in skills if s in TARGETED_SKILLS for o in objects]
+    actions += [s for s in skills if s in PLAIN_SKILLS]
+    if not actions:
+        raise ConstraintError(
+            f"decision schema: no valid action (skills {list(skills)}, {len(objects)} objects)"
+        )
+    properties: dict[str, Any] = {"action": {"enum": list(dict.fromkeys(actions))}}
+    if recipients:
+        properties["say"] = {
+            "type": "object",
+            "properties": {
+                "to": {"enum": list(recipients)},
+                "text": {"type": "string", "pattern": f"^{_TEXT_CHARS}{{1,{message_chars}}}$"},
+            },
+            "required": ["to", "text"],
+            "additionalProperties": False,
+        }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": ["action"],
+        "additionalProperties": False,
+    }
+
+
+_ACTION_HEAD = re.compile(r'^\s*\{\s*"action"\s*:\s*"([^"\\]*)"')
+_DECISION_START = '{"action":"'
+
+
+def _starts_a_decision(text: str) -> bool:
+    """Whether ``text`` begins the way every decision the schema allows begins (whatever the
+    whitespace a backend puts between JSON tokens)."""
+    head = re.sub(r"\s+", "", text[:32])[: len(_DECISION_START)]
+    return _DECISION_START.startswith(head)
+
+
+def read_decision(text: str, schema: Mapping[str, Any], truncated: bool = False) -> str | None:
+    """The action line (``<action> [| say <to>: <text>]``) of a reply that ``schema`` accepts,
+    else None. With ``truncated`` a reply cut after a complete action keeps that action (its
+    unfinished message is dropped)."""
+    props = schema["properties"]
+    actions = set(props["action"]["enum"])
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        head = _ACTION_HEAD.match(text) if truncated else None
+        return head.group(1) if head and head.group(1) in actions else None
+    if not isinstance(value, dict) or value.get("action") not in actions:
+        return None
+    if set(value) - set(props):
+        return None
+    say = value.get("say")
+    if say is None:
+        return value["action"]
+    rule = props["say"]["properties"]
+    text_ok = isinstance(say, dict) and isinstance(say.get("text"), str)
+    if not text_ok or say.get("to") not in rule["to"]["enum"]:
+        return None
+    if not re.fullmatch(rule["text"]["pattern"].strip("^$"), say["text"]):
+        return None
+    return f"{value['action']} | say {say['to']}: {say['text']}"
+
+
 _SKILL_WORD = re.compile(
     r"\b(" + "|".join(map(re.escape, SKILLS)) + r")\b"
     r"(?:\s+(?:to|the|into|in|on|at)\b)*\s*([A-Za-z][\w|.+-]*)?",
@@ -53,10 +153,34 @@ _SKILL_WORD = re.compile(
 )
 
 
+def _json_action(text: str) -> str | None:
+    """The ``action`` (and ``say``) of the first JSON object in ``text`` that is an action."""
+    for m in re.finditer(r"\{", text):
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text[m.start() :])
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("action"), str):
+            continue
+        line = value["action"].strip()
+        say = value.get("say")
+        if isinstance(say, dict) and isinstance(say.get("to"), str):
+            line += f" | say {say['to']}: {str(say.get('text', '')).strip()}"
+        try:
+            parse_action(line)
+        except ParseError:
+            continue
+        return line
+    return None
+
+
 def extract_action(text: str, visible: list[str]) -> str | None:
-    """The action in an LLM reply: the first line that parses in the grammar, else the first
-    skill word followed by a visible objectId or type name (``pickup the apple``). None if the
-    reply holds no usable action."""
+    """The action in a free-form LLM reply: a JSON object's ``action`` that parses in the
+    grammar, else the first line that parses, else the first skill word followed by a visible
+    objectId or type name (``pickup the apple``). None if the reply holds no usable action."""
+    found = _json_action(text)
+    if found is not None:
+        return found
     for line in text.splitlines():
         candidate = line.strip().lstrip("-*0123456789.) ").strip().strip("`")
         if not candidate:
@@ -85,24 +209,53 @@ class LLMAgentsTeam(Team):
     def __init__(
         self,
         llm: dict[str, Any] | None = None,
-        prompt: str = "llm_agents_v1",
-        max_tokens: int = 24,
+        prompt: str = "llm_agents_v2",
+        max_tokens: int = 64,
         temperature: float = 0.0,
         seed: int = 0,
+        constrained: bool | None = None,
+        message_chars: int = MESSAGE_CHARS,
     ) -> None:
         self.llm_config = llm
         self.template = load_prompt(prompt)
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
+        self.constrained = constrained_default(llm, constrained)
+        self.message_chars = message_chars
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.llm = shared_llm(self.llm_config)
         self.meter = UsageMeter(self.llm)
         self.agents = agent_ids
         self.instruction = task_info.instruction
+        self.cannot = {a: set(task_info.cannot.get(a, ())) for a in agent_ids}
+        self.comm = bool(task_info.comm)
         self.history = {a: deque(maxlen=HISTORY) for a in agent_ids}
         self.announced: dict[str, set[str]] = {a: set() for a in agent_ids}
+        named = OBJECT_ID.findall(self.instruction)
+        self.known: dict[str, dict[str, None]] = {a: dict.fromkeys(named) for a in agent_ids}
+
+    def _learn(self, name: str, obs: dict[str, Any]) -> None:
+        for o in obs["visible"]:
+            self.known[name].setdefault(o["objectId"])
+        for m in obs["messages"]:
+            for oid in OBJECT_ID.findall(m["text"]):
+                self.known[name].setdefault(oid)
+
+    def recipients(self, name: str) -> list[str]:
+        """Whom ``name`` may message (none when messages are not delivered)."""
+        return ["all", *(a for a in self.agents if a != name)] if self.comm else []
+
+    def constraint(self, name: str, obs: dict[str, Any]) -> Constraint:
+        """The decision schema of ``name`` now (see the module docstring)."""
+        drop = self.cannot[name] | ({"pickup"} if obs["holding"] else {"put"})
+        skills = [s for s in SKILLS if s not in drop]
+        schema = decision_schema(
+            skills, list(self.known[name]), self.recipients(name), self.message_chars
+        )
+        return Constraint(schema, "decision")
 
     def _prompt(self, name: str, obs: dict[str, Any]) -> list[dict[str, str]]:
+        others = self.recipients(name)
         text = self.template.format(
             name=name,
             n_agents=len(self.agents),
@@ -110,6 +263,7 @@ class LLMAgentsTeam(Team):
             instruction=self.instruction,
             history="\n".join(self.history[name]) or "(none)",
             observation=compact_observation(obs),
+            say=SAY_HINT.format(recipients="|".join(others)) if others else "",
         )
         return [{"role": "user", "content": text}]
 
@@ -124,23 +278,47 @@ class LLMAgentsTeam(Team):
                 return f"{action} | say all: found {oid}"
         return action
 
+    def _read(self, reply: Generation, constraint: Constraint | None, visible: list[str]) -> str:
+        """The action line of ``reply``; counts parse failures, fallbacks and truncations."""
+        truncated = reply.finish_reason == "length"
+        fallback = False
+        if constraint is None:
+            line = extract_action(reply.text, visible)
+        elif reply.constrained:
+            line = read_decision(reply.text, constraint.schema, truncated)
+            # A reply the schema rejects, complete or not even begun like a decision: the backend
+            # accepted the schema but did not decode under it. A decision cut before its action
+            # was complete is a truncation only (its partial text holds no action to guess).
+            if line is None and not (truncated and _starts_a_decision(reply.text)):
+                fallback, line = True, extract_action(reply.text, visible)
+        else:  # the backend could not apply the schema (a server that refused it)
+            fallback, line = True, extract_action(reply.text, visible)
+        self.meter.parse(line is not None, fallback=fallback, truncated=truncated)
+        return line or FALLBACK
+
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         deciding = [a for a in self.agents if observations[a]["needs_decision"]]
         if not deciding:
             return {}
         for a in deciding:
             obs = observations[a]
+            self._learn(a, obs)
             if obs["last_action"]:
                 result = "ok" if obs["last_success"] else f"failed: {obs['feedback']}"
                 self.history[a].append(f"{obs['last_action']} -> {result}")
+        constraints: list[Constraint | None] = [
+            self.constraint(a, observations[a]) if self.constrained else None for a in deciding
+        ]
+        # By keyword, one per chat: a batched rollout passes per-chat arguments through.
         replies = self.llm.generate(
-            [self._prompt(a, observations[a]) for a in deciding], self.sampling
+            [self._prompt(a, observations[a]) for a in deciding],
+            self.sampling,
+            constraints=constraints,
         )
         actions = {}
-        for a, reply in zip(deciding, replies, strict=True):
-            line = extract_action(reply.text, [o["objectId"] for o in observations[a]["visible"]])
-            self.meter.parse(line is not None)
-            actions[a] = self._comm(a, observations[a], line or FALLBACK)
+        for a, reply, c in zip(deciding, replies, constraints, strict=True):
+            visible = [o["objectId"] for o in observations[a]["visible"]]
+            actions[a] = self._comm(a, observations[a], self._read(reply, c, visible))
         return actions
 
     def metrics(self) -> dict[str, float]:

@@ -1,20 +1,35 @@
 """The ``llm_planner`` team: a central LLM decomposes and assigns, scripted controllers execute.
 
 At the start the LLM turns the instruction and the objects the team has seen into a subtask DAG
-(:mod:`benchmark.decompose`, prompt ``prompts/decompose_v1.txt``; ``constrained=true`` scores
-candidates instead of parsing free text). Each agent then works through its subtasks in
-dependency order: it navigates to the target when it cannot see it, then runs the skill. The
-LLM re-plans after repeated failures and when the team discovers objects the instruction names,
-up to ``max_replans`` times. With no subtask left an agent explores.
+(:mod:`benchmark.decompose`, prompt ``prompts/decompose_v2.txt``). Constrained (the default,
+``llm.constrained=true``) the plan is decoded under the plan schema
+(:func:`~benchmark.decompose.grammar_decompose`: known ids, each agent's permitted skills, an
+acyclic order), so it parses by construction; ``scoring=true`` instead chooses each subtask by
+scoring candidates (:func:`~benchmark.decompose.constrained_decompose`). Free-form
+(``llm.constrained=false``) the reply is parsed and validated. A plan cut by ``max_tokens`` keeps
+its complete subtasks (``llm/truncated_rate``); a plan the backend could not decode under the
+schema is parsed free-form (``llm/fallback_rate``). With no object known yet there is nothing to
+plan over: the LLM is not called and the agents explore.
+
+Each agent then works through its subtasks in dependency order: it navigates to the target when
+it cannot see it, then runs the skill. The LLM re-plans after repeated failures and when the team
+discovers objects the instruction names, up to ``max_replans`` times. With no subtask left an
+agent explores.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from baselines.llm_support import UsageMeter, load_prompt, shared_llm
+from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
 from benchmark.agents import Team
-from benchmark.decompose import Decomposition, Subtask, constrained_decompose, decompose
+from benchmark.decompose import (
+    Decomposition,
+    Subtask,
+    constrained_decompose,
+    decompose,
+    grammar_decompose,
+)
 from benchmark.env.views import TaskInfo
 from benchmark.llm import Sampling
 from benchmark.sim.catalog import type_of_id
@@ -26,15 +41,19 @@ class LLMPlannerTeam(Team):
     def __init__(
         self,
         llm: dict[str, Any] | None = None,
-        prompt: str = "decompose_v1",
-        constrained: bool = False,
+        prompt: str = "decompose_v2",
+        constrained: bool | None = None,
         max_replans: int = 3,
-        max_tokens: int = 256,
+        max_tokens: int = 480,
         failures_before_replan: int = 2,
+        scoring: bool = False,
+        max_subtasks: int = 8,
     ) -> None:
         self.llm_config = llm
         self.template = load_prompt(prompt)
-        self.constrained = constrained
+        self.constrained = constrained_default(llm, constrained)
+        self.scoring = scoring
+        self.max_subtasks = max_subtasks
         self.max_replans = max_replans
         self.sampling = Sampling(max_tokens=max_tokens)
         self.failures_before_replan = failures_before_replan
@@ -67,11 +86,30 @@ class LLMPlannerTeam(Team):
         return new
 
     def _replan(self) -> None:
-        self.replans += 1
         objects = list(self.known)
-        if self.constrained:
+        if not objects:
+            return  # nothing to plan over yet: agents explore, the next decision tries again
+        self.replans += 1
+        if self.constrained and self.scoring:
             plan = constrained_decompose(
-                self.llm, self.template, self.instruction, objects, self.agents, self.capabilities
+                self.llm,
+                self.template,
+                self.instruction,
+                objects,
+                self.agents,
+                self.capabilities,
+                self.max_subtasks,
+            )
+        elif self.constrained:
+            plan = grammar_decompose(
+                self.llm,
+                self.template,
+                self.instruction,
+                objects,
+                self.agents,
+                self.capabilities,
+                self.sampling,
+                self.max_subtasks,
             )
         else:
             plan = decompose(
@@ -83,7 +121,8 @@ class LLMPlannerTeam(Team):
                 self.capabilities,
                 self.sampling,
             )
-        self.meter.parse(plan.ok)
+        fallback = self.constrained and not self.scoring and not plan.constrained
+        self.meter.parse(plan.ok, fallback=fallback, truncated=plan.truncated)
         self.decomposition = plan
         self.done = set()
         self.current = dict.fromkeys(self.agents)

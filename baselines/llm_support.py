@@ -1,4 +1,5 @@
-"""What the LLM baselines share: prompt templates, one LLM per process, and usage metrics."""
+"""What the LLM baselines share: prompt templates, one LLM per process, whether to decode under
+constraints, and usage metrics."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def shared_llm(config: dict[str, Any]) -> LLM:
         raise ValueError(
             "this baseline needs an LLM: set llm=smollm2, llm=hf, llm=openai or llm=vllm"
         )
-    key = json.dumps(config, sort_keys=True, default=str)
+    # Decoding options (constrained) do not change the model: both settings share one load.
+    model = {k: v for k, v in config.items() if k != "constrained"}
+    key = json.dumps(model, sort_keys=True, default=str)
     with _LOADING:
         if key not in _LLMS:
             options = dict(config.get("options") or {})
@@ -40,18 +43,37 @@ def shared_llm(config: dict[str, Any]) -> LLM:
     return batched_llm(_LLMS[key])
 
 
+def constrained_default(llm: dict[str, Any] | None, constrained: bool | None) -> bool:
+    """Whether a team decodes under constraints: its own ``constrained`` argument when given,
+    else the ``llm`` config's ``constrained`` (default True; ``llm.constrained=false`` is the
+    free-form ablation)."""
+    if constrained is not None:
+        return bool(constrained)
+    value = (llm or {}).get("constrained", True) if isinstance(llm, dict) else True
+    if not isinstance(value, bool):
+        raise ValueError(f"llm.constrained must be true or false, got {value!r}")
+    return value
+
+
 class UsageMeter:
-    """Per-episode LLM accounting: tokens, latency, calls and parse failures."""
+    """Per-episode LLM accounting: tokens, latency, calls, and for each output the team reads:
+    parse failures (no usable action or plan), fallbacks (a constraint was asked for but the
+    output was not decoded under it, so the free-form parser read it) and truncations (the
+    generation hit ``max_tokens``)."""
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm
         self.start = llm.usage.snapshot()
         self.parsed = 0
         self.failed = 0
+        self.fallbacks = 0
+        self.truncated = 0
 
-    def parse(self, ok: bool) -> None:
+    def parse(self, ok: bool, fallback: bool = False, truncated: bool = False) -> None:
         self.parsed += 1
         self.failed += not ok
+        self.fallbacks += fallback
+        self.truncated += truncated
 
     def metrics(self) -> dict[str, float]:
         now = self.llm.usage.snapshot()
@@ -62,4 +84,6 @@ class UsageMeter:
             "llm/tokens_out": now["tokens_out"] - self.start["tokens_out"],
             "llm/latency_ms": round(now["latency_ms"] - self.start["latency_ms"], 1),
             "llm/parse_fail_rate": self.failed / self.parsed if self.parsed else 0.0,
+            "llm/fallback_rate": self.fallbacks / self.parsed if self.parsed else 0.0,
+            "llm/truncated_rate": self.truncated / self.parsed if self.parsed else 0.0,
         }

@@ -1,10 +1,15 @@
 """LLM task decomposition: instruction + known objects + capabilities -> a subtask DAG.
 
-The LLM answers with JSON (``id``, ``skill``, ``target``, ``after``, ``agent``). Parsing is
-robust (code fences, prose around the JSON, single quotes) and never raises: failures come back
-as a :class:`Decomposition` with ``ok=False`` and the reasons. The DAG is validated against the
-scene (known ids, valid skills and agents, capabilities, acyclic ``after``). The constrained mode
-chooses every subtask by scoring valid candidates, so ids and skills are valid by construction.
+The LLM answers with JSON (``id``, ``agent``, ``skill``, ``target``, ``after``). Parsing is
+robust (code fences, prose around the JSON, single quotes, a list cut short by the token limit)
+and never raises: failures come back as a :class:`Decomposition` with ``ok=False`` and the
+reasons. The DAG is validated against the scene (known ids, valid skills and agents,
+capabilities, acyclic ``after``).
+
+Two decodings are valid by construction. :func:`grammar_decompose` decodes the whole plan in one
+generation under :func:`plan_schema` (known ids, each agent's permitted skills, ``after`` naming
+earlier subtasks only), on every backend. :func:`constrained_decompose` instead chooses every
+subtask by scoring valid candidates (one ``score`` call per step and candidate list).
 :func:`quality` scores a plan against the episode's checklist.
 """
 
@@ -17,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchmark.goals import Atom
-from benchmark.llm.base import LLM, Chat, Sampling
+from benchmark.llm.base import LLM, Chat, Constraint, ConstraintError, Sampling
 from benchmark.metrics import balance
 from benchmark.sim.catalog import type_of_id
 from benchmark.skill_names import PLAN_SKILLS
@@ -38,13 +43,17 @@ class Subtask:
 
 @dataclass
 class Decomposition:
-    """A plan, or why there is none. ``invalid`` counts subtasks dropped in validation."""
+    """A plan, or why there is none. ``invalid`` counts subtasks dropped in validation;
+    ``constrained``: the reply was decoded under the plan schema; ``truncated``: the reply hit
+    the token limit (only its complete subtasks were kept)."""
 
     ok: bool
     subtasks: list[Subtask] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     invalid: int = 0
     raw: str = ""
+    constrained: bool = False
+    truncated: bool = False
 
 
 def build_prompt(
@@ -87,6 +96,26 @@ def extract_json(text: str) -> list | None:
                     break
             start = cleaned.find(opener, start + 1)
     return None
+
+
+def complete_items(text: str) -> list | None:
+    """The complete objects of a JSON list cut short (``[{...}, {...}, {"id": "s3", ...``), or
+    None when ``text`` holds no list of objects."""
+    start = text.find("[")
+    if start < 0:
+        return None
+    decoder, items, pos = json.JSONDecoder(), [], start + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] != "{":
+            break
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        items.append(value)
+    return items or None
 
 
 def validate(
@@ -149,8 +178,110 @@ def decompose(
 ) -> Decomposition:
     """Free-form decomposition: one generation, parsed and validated."""
     chat = build_prompt(template, instruction, objects, agents, capabilities)
-    text = llm.generate([chat], sampling or Sampling(max_tokens=256))[0].text
+    gen = llm.generate([chat], sampling or Sampling(max_tokens=256))[0]
+    result = _parse_plan(gen.text, objects, agents, capabilities)
+    result.truncated = gen.finish_reason == "length"
+    return result
+
+
+def plan_schema(
+    objects: Sequence[str],
+    agents: Sequence[str],
+    capabilities: dict[str, Sequence[str]],
+    max_subtasks: int = 8,
+    max_after: int = 3,
+) -> dict:
+    """The JSON schema of a plan: a list of 1 to ``max_subtasks`` subtasks, the k-th being
+    ``{"id": "s<k>", "agent": a, "skill": s, "target": t, "after": [...]}`` with ``s`` a plan
+    skill ``a`` may use, ``t`` one of ``objects`` and ``after`` up to ``max_after`` ids of earlier
+    subtasks (so the plan is acyclic by construction). Raises
+    :class:`~benchmark.llm.base.ConstraintError` when no plan is possible (no object, or no
+    agent that may use a plan skill)."""
+    if not objects:
+        raise ConstraintError("plan schema: no known objects to plan over")
+    if max_subtasks < 1:
+        raise ConstraintError(f"plan schema: max_subtasks={max_subtasks} must be at least 1")
+    able = {a: [s for s in PLAN_SKILLS if s not in capabilities.get(a, ())] for a in agents}
+    able = {a: skills for a, skills in able.items() if skills}
+    if not able:
+        raise ConstraintError(f"plan schema: none of {list(agents)} may use a plan skill")
+    # Agents with the same skills share one branch (a smaller grammar).
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for a, skills in able.items():
+        groups.setdefault(tuple(skills), []).append(a)
+
+    def item(k: int) -> dict:
+        earlier = [f"s{j}" for j in range(1, k)]
+        after = (
+            {"type": "array", "items": {"enum": earlier}, "maxItems": min(max_after, k - 1)}
+            if earlier
+            else {"type": "array", "maxItems": 0}
+        )
+        variants = [
+            {
+                "type": "object",
+                "properties": {
+                    "id": {"const": f"s{k}"},
+                    "agent": {"enum": who},
+                    "skill": {"enum": list(skills)},
+                    "target": {"$ref": "#/$defs/target"},
+                    "after": after,
+                },
+                "required": ["id", "agent", "skill", "target", "after"],
+                "additionalProperties": False,
+            }
+            for skills, who in groups.items()
+        ]
+        return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+    return {
+        "$defs": {"target": {"enum": list(dict.fromkeys(objects))}},
+        "type": "array",
+        "prefixItems": [item(k) for k in range(1, max_subtasks + 1)],
+        "items": False,
+        "minItems": 1,
+    }
+
+
+def grammar_decompose(
+    llm: LLM,
+    template: str,
+    instruction: str,
+    objects: Sequence[str],
+    agents: Sequence[str],
+    capabilities: dict[str, Sequence[str]],
+    sampling: Sampling | None = None,
+    max_subtasks: int = 8,
+) -> Decomposition:
+    """Grammar-constrained decomposition: one generation under :func:`plan_schema`, then the
+    same parsing and validation as :func:`decompose` (which a backend that could not apply the
+    schema needs; ``constrained`` says whether the reply was decoded under it and conforms).
+    With no plan possible (no known object) the LLM is not called."""
+    try:
+        schema = plan_schema(objects, agents, capabilities, max_subtasks)
+    except ConstraintError as err:
+        return Decomposition(ok=False, errors=[str(err)])
+    chat = build_prompt(template, instruction, objects, agents, capabilities)
+    constraint = Constraint(schema, "plan")
+    gen = llm.generate([chat], sampling or Sampling(max_tokens=480), constraints=[constraint])[0]
+    result = _parse_plan(gen.text, objects, agents, capabilities)
+    result.truncated = gen.finish_reason == "length"
+    # Text the schema rejects was not decoded under it, whatever the backend said (a server
+    # that accepts the schema and ignores it); a cut plan is a valid prefix.
+    conforms = result.truncated or (result.ok and result.invalid == 0 and not result.errors)
+    result.constrained = gen.constrained and conforms
+    return result
+
+
+def _parse_plan(
+    text: str,
+    objects: Sequence[str],
+    agents: Sequence[str],
+    capabilities: dict[str, Sequence[str]],
+) -> Decomposition:
     items = extract_json(text)
+    if items is None:
+        items = complete_items(text)
     if items is None:
         return Decomposition(ok=False, errors=["no JSON list of subtasks in the reply"], raw=text)
     result = validate(items, set(objects), agents, capabilities)

@@ -284,7 +284,9 @@ def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path) -> None
     )
     assert extract_action("hmm... explore!", seen) == "explore"
     assert extract_action("the sky is blue", seen) is None
-    team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=8)
+    team = LLMAgentsTeam(
+        llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=8, constrained=False
+    )
     env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
     trace = run_episode(env, team, seed=0)
     m = team.metrics()

@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmark.llm.base import LLM, Chat, Generation, Sampling, Usage
+from benchmark.llm.base import (
+    LLM,
+    Chat,
+    Constraint,
+    ConstraintError,
+    Generation,
+    Sampling,
+    Usage,
+)
 from benchmark.llm.cache import ResponseCache
 
 BACKENDS = ("smollm2", "hf", "openai", "vllm")
@@ -49,6 +57,8 @@ __all__ = [
     "BACKENDS",
     "LLM",
     "Chat",
+    "Constraint",
+    "ConstraintError",
     "Generation",
     "ResponseCache",
     "Sampling",

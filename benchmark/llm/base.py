@@ -1,11 +1,14 @@
-"""One interface over every LLM backend: batched generation with token ids and logprobs, and
-candidate scoring; plus usage accounting."""
+"""One interface over every LLM backend: batched generation with token ids and logprobs, optionally
+under a per-chat output constraint, and candidate scoring; plus usage accounting."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import torch
@@ -41,10 +44,68 @@ class Sampling:
         }
 
 
+_CONSTRAINT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ConstraintError(ValueError):
+    """A constraint that cannot be turned into a grammar (the message names it and says why)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Constraint:
+    """What one generation must match: a JSON schema.
+
+    JSON schema is the one representation every backend takes: llguidance compiles it on the
+    ``hf``/``smollm2`` backends, vLLM's structured outputs take it as ``json``, and
+    OpenAI-compatible servers take it as ``response_format`` ``json_schema``. ``name``
+    (letters, digits, ``_``, ``-``) names it in requests and errors.
+    """
+
+    schema: Mapping[str, Any]
+    name: str = "output"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, Mapping) or not self.schema:
+            raise ConstraintError(
+                f"constraint {self.name!r}: the schema must be a non-empty object"
+            )
+        if not _CONSTRAINT_NAME.match(self.name):
+            raise ConstraintError(
+                f"constraint name {self.name!r} must be 1-64 letters, digits, '_' or '-'"
+            )
+
+    def key(self) -> str:
+        """Canonical JSON of the schema (cache keys, grammar caches)."""
+        return json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
+
+
+def per_chat(constraints: Sequence[Constraint | None] | None, n: int) -> list[Constraint | None]:
+    """``constraints`` as one entry per chat (``None``: that chat is free-form)."""
+    if constraints is None:
+        return [None] * n
+    out = list(constraints)
+    if len(out) != n:
+        raise ValueError(f"got {len(out)} constraints for {n} chats; give one per chat (or None)")
+    for c in out:
+        if c is not None and not isinstance(c, Constraint):
+            raise TypeError(f"a constraint must be a Constraint or None, got {type(c).__name__}")
+    return out
+
+
+def sampling_key(sampling: Sampling, constraint: Constraint | None) -> dict:
+    """The cache key part for ``sampling`` under ``constraint`` (free-form keys stay as before)."""
+    key = sampling.key()
+    if constraint is not None:
+        key["constraint"] = constraint.key()
+    return key
+
+
 @dataclass
 class Generation:
     """One completion: text, the generated token ids and their logprobs (one per token), the
-    prompt's token ids, and why it stopped (``stop`` or ``length``)."""
+    prompt's token ids, and why it stopped (``stop`` or ``length``). ``constrained`` says the
+    text was decoded under the constraint asked for (False when none was asked, or when the
+    backend could not apply it, e.g. a server that refused the schema)."""
 
     text: str
     token_ids: list[int]
@@ -53,6 +114,7 @@ class Generation:
     finish_reason: str
     cached: bool = False
     prompt_token_count: int = -1  # when a server reports the count but not the ids
+    constrained: bool = False
 
     @property
     def prompt_tokens(self) -> int:
@@ -66,6 +128,7 @@ class Generation:
             "prompt_ids": self.prompt_ids,
             "finish_reason": self.finish_reason,
             "prompt_token_count": self.prompt_token_count,
+            "constrained": self.constrained,
         }
 
 
@@ -78,6 +141,9 @@ class Usage:
     tokens_out: int = 0
     latency_ms: float = 0.0
     cache_hits: int = 0
+    constrained: int = 0  # generations decoded under their constraint
+    grammar_ms: float = 0.0  # time spent computing and applying grammar masks (local backends)
+    grammar_steps: int = 0  # decoding steps that were masked
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, generations: list[Generation], latency_ms: float) -> None:
@@ -87,6 +153,12 @@ class Usage:
             self.tokens_out += sum(len(g.token_ids) for g in generations)
             self.latency_ms += latency_ms
             self.cache_hits += sum(g.cached for g in generations)
+            self.constrained += sum(g.constrained for g in generations)
+
+    def add_grammar(self, ms: float, steps: int) -> None:
+        with self._lock:
+            self.grammar_ms += ms
+            self.grammar_steps += steps
 
     def snapshot(self) -> dict[str, float]:
         return {
@@ -95,6 +167,9 @@ class Usage:
             "tokens_out": self.tokens_out,
             "latency_ms": round(self.latency_ms, 3),
             "cache_hits": self.cache_hits,
+            "constrained": self.constrained,
+            "grammar_ms": round(self.grammar_ms, 3),
+            "grammar_steps": self.grammar_steps,
         }
 
 
@@ -105,8 +180,15 @@ class LLM(Protocol):
     name: str
     usage: Usage
 
-    def generate(self, chats: list[Chat], sampling: Sampling) -> list[Generation]:
-        """Complete each chat (as an assistant turn); batched where the backend can."""
+    def generate(
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        constraints: Sequence[Constraint | None] | None = None,
+    ) -> list[Generation]:
+        """Complete each chat (as an assistant turn); batched where the backend can. With
+        ``constraints`` (one per chat, ``None`` for a free-form chat) each constrained chat's
+        text is decoded under its JSON schema."""
         ...
 
     def score(self, prompt: Chat, candidates: list[str]) -> list[float]:

@@ -2,25 +2,41 @@
 
 Generation is batched (left padding) with the KV cache; sampling is seeded, so the same seed and
 batch give the same text. Logprobs are of the model's own distribution (temperature 1) at each
-generated token, which is what RL trainers need.
+generated token, which is what RL trainers need; under a constraint too (the grammar's mask
+chooses among tokens, it does not change the model's logprobs). Constraints are compiled by
+llguidance (:mod:`benchmark.llm.structured`), one matcher per row, so constrained and free rows
+share one batched call; stop strings apply to free rows only (a constrained row ends where its
+grammar does).
+
+Scoring encodes the prompt once and reuses its KV cache for every candidate, and computes logits
+only at the candidates' positions, so its memory is the prompt's cache, not candidates x prompt
+length x vocabulary.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from benchmark.llm.base import (
     Chat,
+    Constraint,
     Generation,
     Sampling,
     Usage,
     pad_left,
+    per_chat,
+    sampling_key,
     truncate_at_stop,
 )
 from benchmark.llm.cache import ResponseCache, cache_key
+
+if TYPE_CHECKING:
+    from benchmark.llm.structured import Grammars
 
 FALLBACK_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
@@ -58,6 +74,17 @@ class HFBackend:
         )
         self.cache = cache
         self.usage = Usage()
+        self._grammars = None  # built on the first constrained call
+
+    @property
+    def grammars(self) -> Grammars:
+        """The llguidance grammars of this tokenizer (built once)."""
+        if self._grammars is None:
+            from benchmark.llm.structured import Grammars
+
+            width = self.model.get_output_embeddings().weight.shape[0]
+            self._grammars = Grammars(self.tokenizer, width)
+        return self._grammars
 
     # ------------------------------------------------------------------ helpers
     def prompt_ids(self, chat: Chat) -> list[int]:
@@ -69,7 +96,12 @@ class HFBackend:
         return ids.to(self.device), mask.to(self.device)
 
     def _finish(
-        self, prompt: list[int], new: list[int], logprobs: list[float], sampling: Sampling
+        self,
+        prompt: list[int],
+        new: list[int],
+        logprobs: list[float],
+        sampling: Sampling,
+        constrained: bool = False,
     ) -> Generation:
         eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id} - {None}
         reason = "length"
@@ -78,7 +110,7 @@ class HFBackend:
                 new, logprobs, reason = new[:k], logprobs[:k], "stop"
                 break
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        if sampling.stop:
+        if sampling.stop and not constrained:
             cut, found = truncate_at_stop(text, sampling.stop)
             if found:
                 reason = "stop"
@@ -88,14 +120,23 @@ class HFBackend:
                         keep = k
                         break
                 new, logprobs, text = new[:keep], logprobs[:keep], cut
-        return Generation(text, new, logprobs, prompt, reason)
+        return Generation(text, new, logprobs, prompt, reason, constrained=constrained)
 
     # ------------------------------------------------------------------ interface
     @torch.no_grad()
-    def generate(self, chats: list[Chat], sampling: Sampling) -> list[Generation]:
+    def generate(
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        constraints: Sequence[Constraint | None] | None = None,
+    ) -> list[Generation]:
         start = time.perf_counter()
+        wanted = per_chat(constraints, len(chats))
         out: list[Generation | None] = [None] * len(chats)
-        keys = [cache_key(self.name, chat, sampling.key()) for chat in chats]
+        keys = [
+            cache_key(self.name, chat, sampling_key(sampling, c))
+            for chat, c in zip(chats, wanted, strict=True)
+        ]
         if self.cache is not None:
             for k, key in enumerate(keys):
                 hit = self.cache.get(key)
@@ -105,6 +146,15 @@ class HFBackend:
         if todo:
             prompts = [self.prompt_ids(chats[k]) for k in todo]
             ids, mask = self._pad_left(prompts)
+            processor = None
+            if any(wanted[k] is not None for k in todo):
+                from transformers import LogitsProcessorList
+
+                from benchmark.llm.structured import GrammarProcessor
+
+                g = self.grammars
+                matchers = [g.matcher(wanted[k]) if wanted[k] is not None else None for k in todo]
+                processor = GrammarProcessor(matchers, g.eos_id, g.vocab_size)
             torch.manual_seed(sampling.seed)
             result = self.model.generate(
                 input_ids=ids,
@@ -117,15 +167,23 @@ class HFBackend:
                 pad_token_id=self.tokenizer.pad_token_id,
                 output_logits=True,
                 return_dict_in_generate=True,
+                logits_processor=LogitsProcessorList([processor]) if processor else None,
             )
+            if processor is not None:
+                self.usage.add_grammar(1000 * processor.seconds, processor.steps)
             new_tokens = result.sequences[:, ids.shape[1] :]
             logits = torch.stack(result.logits, dim=1).float()  # (batch, new, vocab)
             logp = (
                 torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
             )
             for row, k in enumerate(todo):
+                held = processor is not None and processor.matchers[row] is not None
                 gen = self._finish(
-                    prompts[row], new_tokens[row].tolist(), logp[row].tolist(), sampling
+                    prompts[row],
+                    new_tokens[row].tolist(),
+                    logp[row].tolist(),
+                    sampling,
+                    constrained=held and not processor.failed[row],
                 )
                 out[k] = gen
                 if self.cache is not None:
@@ -139,22 +197,27 @@ class HFBackend:
         if not candidates:
             return []
         head = self.prompt_ids(prompt)
-        rows, spans = [], []
+        if not head:
+            raise ValueError("score needs a non-empty prompt")
+        # The prompt once, keeping its KV cache and the logits of its last position only.
+        first = self.model(
+            input_ids=torch.tensor([head], device=self.device), use_cache=True, logits_to_keep=1
+        )
+        cache, start = first.past_key_values, torch.log_softmax(first.logits[0, -1].float(), -1)
+        out = []
         for cand in candidates:
             tail = self.tokenizer(cand, add_special_tokens=False)["input_ids"]
-            rows.append(head + tail)
-            spans.append((len(head), len(head) + len(tail)))
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for k, r in enumerate(rows):
-            ids[k, : len(r)] = torch.tensor(r)
-            mask[k, : len(r)] = 1
-        logits = self.model(
-            input_ids=ids.to(self.device), attention_mask=mask.to(self.device)
-        ).logits.float()
-        logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(
-            -1, ids[:, 1:].unsqueeze(-1).to(self.device)
-        )
-        logp = logp.squeeze(-1)
-        return [float(logp[k, a - 1 : b - 1].sum()) for k, (a, b) in enumerate(spans)]
+            if not tail:
+                out.append(0.0)
+                continue
+            total = float(start[tail[0]])
+            if len(tail) > 1:
+                ids = torch.tensor([tail[:-1]], device=self.device)
+                logits = self.model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+                logp = torch.log_softmax(logits[0].float(), -1)
+                total += float(
+                    logp.gather(-1, torch.tensor(tail[1:], device=self.device)[:, None]).sum()
+                )
+                cache.crop(-(len(tail) - 1))  # back to the prompt alone for the next one
+            out.append(total)
+        return out

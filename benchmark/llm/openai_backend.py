@@ -4,15 +4,36 @@
 Requests run concurrently (``concurrency`` threads) with the client's timeout and retries.
 Token ids come from servers that return them (this benchmark's server and vLLM with
 ``return_tokens_as_token_ids``); otherwise they are left empty.
+
+A constraint travels as ``structured``: ``response_format`` (the standard ``json_schema``
+response format, default), ``structured_outputs`` (vLLM's own field, with optional whitespace
+off) or ``none`` (never sent). A server that refuses it (HTTP 400) is asked again without it; that
+generation, and every later one under a constraint of the same name, comes back with
+``constrained=False``, so the caller parses it free-form and counts the fallback. A server that
+accepts the schema but ignores it is caught by the caller's validation of the text.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from benchmark.llm.base import Chat, Generation, Sampling, Usage
+from benchmark.llm.base import (
+    Chat,
+    Constraint,
+    Generation,
+    Sampling,
+    Usage,
+    per_chat,
+    sampling_key,
+)
 from benchmark.llm.cache import ResponseCache, cache_key
+
+STRUCTURED = ("response_format", "structured_outputs", "none")
+log = logging.getLogger(__name__)
 
 
 def _token_id(token: str) -> int | None:
@@ -31,8 +52,12 @@ class OpenAIBackend:
         max_retries: int = 2,
         concurrency: int = 8,
         cache: ResponseCache | None = None,
+        structured: str = "response_format",
     ) -> None:
         from openai import OpenAI
+
+        if structured not in STRUCTURED:
+            raise ValueError(f"structured={structured!r} is not one of {list(STRUCTURED)}")
 
         self.client = OpenAI(
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
@@ -41,24 +66,69 @@ class OpenAIBackend:
         self.concurrency = concurrency
         self.cache = cache
         self.usage = Usage()
+        self.structured = structured
+        self.refused: set[str] = set()  # names of constraints this server refused
 
-    def _one(self, chat: Chat, sampling: Sampling) -> Generation:
-        key = cache_key(self.name, chat, sampling.key())
+    def request(
+        self, chat: Chat, sampling: Sampling, constraint: Constraint | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of the chat-completions call for ``chat`` under ``constraint``
+        (none when the server refused that constraint's name before)."""
+        body: dict[str, Any] = {"return_tokens_as_token_ids": True}
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "messages": chat,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": sampling.seed,
+            "stop": list(sampling.stop) or None,
+            "logprobs": True,
+        }
+        if constraint is not None and constraint.name not in self.refused:
+            schema = dict(constraint.schema)
+            if self.structured == "response_format":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": constraint.name, "schema": schema, "strict": True},
+                }
+                kwargs["stop"] = None  # the schema decides where the text ends
+            elif self.structured == "structured_outputs":
+                body["structured_outputs"] = {"json": schema, "disable_any_whitespace": True}
+                kwargs["stop"] = None
+        kwargs["extra_body"] = body
+        return kwargs
+
+    @staticmethod
+    def _sends_constraint(kwargs: dict[str, Any]) -> bool:
+        return "response_format" in kwargs or "structured_outputs" in kwargs["extra_body"]
+
+    def _one(self, chat: Chat, sampling: Sampling, constraint: Constraint | None) -> Generation:
+        from openai import BadRequestError
+
+        key = cache_key(self.name, chat, sampling_key(sampling, constraint))
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 return Generation(**hit, cached=True)
-        resp = self.client.chat.completions.create(
-            model=self.name,
-            messages=chat,
-            max_tokens=sampling.max_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seed=sampling.seed,
-            stop=list(sampling.stop) or None,
-            logprobs=True,
-            extra_body={"return_tokens_as_token_ids": True},
-        )
+        kwargs = self.request(chat, sampling, constraint)
+        sent = self._sends_constraint(kwargs)
+        try:
+            resp = self.client.chat.completions.create(**kwargs)
+        except BadRequestError as err:
+            if not sent or constraint is None:
+                raise
+            # The server refuses the schema: decode free-form; the caller counts the fallback.
+            if constraint.name not in self.refused:
+                log.warning(
+                    "%s refused constraint %r (%s); decoding free-form",
+                    self.name,
+                    constraint.name,
+                    err,
+                )
+            self.refused.add(constraint.name)
+            kwargs, sent = self.request(chat, sampling, None), False
+            resp = self.client.chat.completions.create(**kwargs)
         choice = resp.choices[0]
         content = (choice.logprobs.content if choice.logprobs else None) or []
         ids = [_token_id(t.token) for t in content]
@@ -70,15 +140,22 @@ class OpenAIBackend:
             prompt_ids=prompt_ids,
             finish_reason=choice.finish_reason or "stop",
             prompt_token_count=-1 if prompt_ids or not resp.usage else resp.usage.prompt_tokens,
+            constrained=sent,
         )
         if self.cache is not None:
             self.cache.put(key, gen.to_json())
         return gen
 
-    def generate(self, chats: list[Chat], sampling: Sampling) -> list[Generation]:
+    def generate(
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        constraints: Sequence[Constraint | None] | None = None,
+    ) -> list[Generation]:
         start = time.perf_counter()
+        wanted = per_chat(constraints, len(chats))
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(chats)))) as pool:
-            out = list(pool.map(lambda c: self._one(c, sampling), chats))
+            out = list(pool.map(self._one, chats, [sampling] * len(chats), wanted))
         self.usage.add(out, 1000 * (time.perf_counter() - start))
         return out
 

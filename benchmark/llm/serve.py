@@ -2,9 +2,16 @@
 OpenAI chat-completions API (with logprobs), on loopback by default.
 
 Keys (``key=value`` arguments): ``model`` (smollm2, or hf with ``model_dir=<dir>``), ``host``
-(default 127.0.0.1), ``port`` (default 8000), ``name`` (the served model id). One model then
-serves many Ray workers through the ``openai`` backend. Malformed requests get 4xx answers that
-say what was wrong. Requests are served one generation at a time (the model is not re-entrant).
+(default 127.0.0.1), ``port`` (default 8000), ``name`` (the served model id), ``schema``
+(``honour``, default, or ``ignore``). One model then serves many Ray workers through the
+``openai`` backend. Malformed requests get 4xx answers that say what was wrong. Requests are
+served one generation at a time (the model is not re-entrant).
+
+``response_format`` ``{"type": "json_schema", "json_schema": {"name": ..., "schema": ...}}`` (and
+``json_object``) is honoured by decoding under the schema (the backend's constraint: llguidance on
+hf/smollm2); a schema that cannot be compiled gets a 400 naming the problem. ``schema=ignore``
+serves like a server without structured outputs (it accepts the field and decodes free-form),
+which is how tests exercise the client's fallback.
 """
 
 from __future__ import annotations
@@ -13,20 +20,33 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchmark.llm.base import LLM, Sampling
+from benchmark.llm.base import LLM, Constraint, ConstraintError, Sampling
 
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="ignore")
     role: str = Field(pattern="^(system|user|assistant)$")
     content: str
+
+
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    name: str = "output"
+    json_schema: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+
+
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
 
 
 class ChatRequest(BaseModel):
@@ -41,6 +61,7 @@ class ChatRequest(BaseModel):
     n: int = Field(default=1, ge=1, le=1)
     logprobs: bool = False
     return_tokens_as_token_ids: bool = False
+    response_format: ResponseFormat | None = None
 
 
 class CompletionRequest(BaseModel):
@@ -53,7 +74,23 @@ class CompletionRequest(BaseModel):
     echo: bool = True
 
 
-def create_app(llm: LLM, served_name: str) -> FastAPI:
+def _constraint(fmt: ResponseFormat | None) -> Constraint | None:
+    """The constraint a ``response_format`` asks for (None for text); 400 when it is malformed."""
+    if fmt is None or fmt.type == "text":
+        return None
+    try:
+        if fmt.type == "json_object":
+            return Constraint({"type": "object"}, "json_object")
+        if fmt.json_schema is None:
+            raise ConstraintError("response_format json_schema needs a 'json_schema' object")
+        return Constraint(fmt.json_schema.json_schema, fmt.json_schema.name)
+    except ConstraintError as err:
+        raise HTTPException(400, detail=f"invalid response_format: {err}") from err
+
+
+def create_app(llm: LLM, served_name: str, honour_schema: bool = True) -> FastAPI:
+    """The server over ``llm``; ``honour_schema=False`` accepts ``response_format`` and ignores
+    it (a server without structured outputs)."""
     app = FastAPI(title="collab-bench LLM server")
     lock = threading.Lock()
 
@@ -96,8 +133,16 @@ def create_app(llm: LLM, served_name: str) -> FastAPI:
             seed=req.seed or 0,
             stop=stop,
         )
+        constraint = _constraint(req.response_format) if honour_schema else None
         with lock:
-            gen = llm.generate([[m.model_dump() for m in req.messages]], sampling)[0]
+            try:
+                gen = llm.generate(
+                    [[m.model_dump() for m in req.messages]],
+                    sampling,
+                    [constraint] if constraint is not None else None,
+                )[0]
+            except ConstraintError as err:
+                raise HTTPException(400, detail=f"invalid response_format: {err}") from err
         tokenizer = getattr(llm, "tokenizer", None)
         content = None
         if req.logprobs:
@@ -157,13 +202,15 @@ def create_app(llm: LLM, served_name: str) -> FastAPI:
 
 
 def parse_args(argv: list[str]) -> dict[str, str]:
-    valid = {"model", "model_dir", "host", "port", "name", "cache"}
-    args = {"model": "smollm2", "host": "127.0.0.1", "port": "8000"}
+    valid = {"model", "model_dir", "host", "port", "name", "cache", "schema"}
+    args = {"model": "smollm2", "host": "127.0.0.1", "port": "8000", "schema": "honour"}
     for item in argv:
         key, sep, value = item.partition("=")
         if not sep or key not in valid:
             raise SystemExit(f"unknown argument {item!r}; use key=value with keys {sorted(valid)}")
         args[key] = value
+    if args["schema"] not in ("honour", "ignore"):
+        raise SystemExit(f"schema={args['schema']!r} must be honour or ignore")
     return args
 
 
@@ -176,7 +223,10 @@ def main(argv: list[str] | None = None) -> None:
     llm = make_llm(args["model"], model=args.get("model_dir", ""), cache=args.get("cache"))
     name = args.get("name", llm.name)
     uvicorn.run(
-        create_app(llm, name), host=args["host"], port=int(args["port"]), log_level="warning"
+        create_app(llm, name, honour_schema=args["schema"] == "honour"),
+        host=args["host"],
+        port=int(args["port"]),
+        log_level="warning",
     )
 
 

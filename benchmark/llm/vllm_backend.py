@@ -2,14 +2,40 @@
 
 Importing this module never imports vllm; constructing the backend does, and fails with a clear
 message where vllm (or a GPU) is missing.
+
+Constraints use vLLM's structured outputs (``SamplingParams.structured_outputs =
+StructuredOutputsParams(json=schema, disable_any_whitespace=True)``, vLLM >= 0.12), one
+``SamplingParams`` per chat so constrained and free chats share one batched ``chat`` call.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from benchmark.llm.base import Chat, Generation, Sampling, Usage
+from benchmark.llm.base import Chat, Constraint, Generation, Sampling, Usage, per_chat
+
+
+def sampling_params(sampling: Sampling, constraint: Constraint | None) -> dict[str, Any]:
+    """The keyword arguments of ``vllm.SamplingParams`` for ``sampling`` under ``constraint``
+    (``structured_outputs`` holds the ``StructuredOutputsParams`` keyword arguments)."""
+    params: dict[str, Any] = {
+        "max_tokens": sampling.max_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "seed": sampling.seed,
+        "stop": list(sampling.stop) or None,
+        "logprobs": 0,
+    }
+    if constraint is not None:
+        params["stop"] = None  # the schema decides where the text ends
+        params["structured_outputs"] = {
+            "json": dict(constraint.schema),
+            "disable_any_whitespace": True,
+        }
+    return params
 
 
 class VLLMBackend:
@@ -30,21 +56,28 @@ class VLLMBackend:
         self.name = name or Path(model_dir).name
         self.usage = Usage()
 
-    def generate(self, chats: list[Chat], sampling: Sampling) -> list[Generation]:
+    def generate(
+        self,
+        chats: list[Chat],
+        sampling: Sampling,
+        constraints: Sequence[Constraint | None] | None = None,
+    ) -> list[Generation]:
         from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
 
         start = time.perf_counter()
-        params = SamplingParams(
-            max_tokens=sampling.max_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seed=sampling.seed,
-            stop=list(sampling.stop) or None,
-            logprobs=0,
-        )
+        wanted = per_chat(constraints, len(chats))
+        params = []
+        for c in wanted:
+            kwargs = sampling_params(sampling, c)
+            if "structured_outputs" in kwargs:
+                kwargs["structured_outputs"] = StructuredOutputsParams(
+                    **kwargs["structured_outputs"]
+                )
+            params.append(SamplingParams(**kwargs))
         outputs = self.engine.chat(chats, params, use_tqdm=False)
         gens = []
-        for o in outputs:
+        for o, constraint in zip(outputs, wanted, strict=True):
             c = o.outputs[0]
             logprobs = [lp[t].logprob for t, lp in zip(c.token_ids, c.logprobs or [], strict=False)]
             gens.append(
@@ -54,6 +87,7 @@ class VLLMBackend:
                     logprobs,
                     list(o.prompt_token_ids),
                     c.finish_reason or "stop",
+                    constrained=constraint is not None,
                 )
             )
         self.usage.add(gens, 1000 * (time.perf_counter() - start))

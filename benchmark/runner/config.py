@@ -39,6 +39,7 @@ class LLMConfig:
     model: str = ""  # model name, directory or served model id
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific options
     adapter: str | None = None  # a peft (LoRA) adapter directory on the model (policy team)
+    constrained: bool = True  # LLM baselines decode under a schema of valid outputs; false: free
 
 
 @dataclass
