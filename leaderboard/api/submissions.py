@@ -14,9 +14,8 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncIterator
-from dataclasses import asdict
-from datetime import datetime, timedelta
-from typing import IO, Annotated, Any
+from datetime import timedelta
+from typing import IO, Annotated
 
 from anyio import to_thread
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
@@ -52,32 +51,6 @@ class Accepted(BaseModel):
     track: str
     url: str
     page: str
-
-
-class EpisodeState(BaseModel):
-    key: str
-    ok: bool
-    reasons: list[str]
-    metrics: dict[str, Any]
-
-
-class SubmissionState(BaseModel):
-    id: int
-    team: str
-    track: str
-    suite: str
-    suite_version: str
-    state: str
-    reason: str
-    challenge: str | None
-    method: str
-    model: str
-    created_at: datetime
-    updated_at: datetime
-    episodes: list[EpisodeState]
-    entry: int | None
-    rank: int | None
-    reproduces: int | None
 
 
 def bundle_name(sha256: str) -> str:
@@ -261,14 +234,14 @@ async def submit(
 
 @router.get(
     "/{submission_id}",
-    response_model=SubmissionState,
+    response_model=board.SubmissionView,
     summary="A submission's state: queued, verifying, verified or rejected, per episode",
 )
 def read_submission(
     submission_id: Annotated[int, Path(ge=1, le=ID_MAX)],
     session: Annotated[Session, Depends(get_session)],
-) -> SubmissionState:
+) -> board.SubmissionView:
     view = board.submission_view(session, submission_id)
     if view is None:
         raise HTTPException(404, f"no submission {submission_id}")
-    return SubmissionState.model_validate(asdict(view))
+    return view
