@@ -1,13 +1,18 @@
 """The ``llm_agents`` team: every agent is an LLM that picks its own next skill.
 
-Each agent keeps its own short history (last actions and their results), the objects it knows
-(named by the instruction, seen, or named in a message it received), and is prompted with
-``prompts/llm_agents_v2.txt`` (one JSON object: ``{"action": ..., "say": {"to": ..., "text":
-...}}``). All deciding agents go to the LLM in one batched call.
+Each agent keeps its own short history (last actions and their results) and the objects it knows
+(named by the instruction, seen, or named in a message it received), each by a short handle
+(:mod:`baselines.handles`: ``Fridge``, ``Cabinet_2``) instead of its objectId. It is prompted
+with ``prompts/llm_agents_v3.txt``: the part above the ``---`` line (who it is, the task, the
+skills) is the system message and stays the same for the whole episode, so a backend that keeps
+the KV cache of a chat's leading messages encodes it once; the part below (history and what it
+sees now) is the user message. It replies with one JSON object: ``{"action": ..., "say": {"to":
+..., "text": ...}}``. All deciding agents go to the LLM in one batched call; handles in the
+action and in the message text are written back as objectIds before the environment reads them.
 
 Constrained (the default, ``llm.constrained=true``): each reply is decoded under
 :func:`decision_schema`, built at that moment from the agent's skills (its capability profile,
-less ``pickup`` while it holds something and ``put`` while it holds nothing), the objects it
+less ``pickup`` while it holds something and ``put`` while it holds nothing), the handles it
 knows and, when messages are delivered, its valid recipients; so every reply is a valid action.
 A generation cut at ``max_tokens`` keeps its action if the action was complete and drops the
 unfinished message (counted in ``llm/truncated_rate``; without a complete action it is a parse
@@ -17,8 +22,8 @@ counted in ``llm/fallback_rate``.
 
 Free-form (``llm.constrained=false``, the ablation): the reply is parsed by
 :func:`extract_action`: its JSON ``action``, else the first line that parses in the action
-grammar, else a skill word followed by a visible id or type name. A reply with none of these is
-a counted parse failure (``llm/parse_fail_rate``) and the agent explores instead. A rule-based
+grammar, else a skill word followed by a visible handle or type name. A reply with none of these
+is a counted parse failure (``llm/parse_fail_rate``) and the agent explores instead. A rule-based
 comm module adds ``| say all: found <id>`` when the agent first sees an object the instruction
 names and the LLM chose not to speak.
 """
@@ -31,12 +36,13 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from baselines.handles import Handles
 from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
 from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
-from benchmark.llm import Constraint, ConstraintError, Generation, Sampling
+from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
 from benchmark.sim.catalog import type_of_id
 from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
 
@@ -49,22 +55,18 @@ _TEXT_CHARS = r"[ -!#-\[\]-~]"
 SAY_HINT = 'To message teammates add "say": {{"to": "<{recipients}>", "text": "<short message>"}}.'
 
 
-def compact_observation(obs: dict[str, Any]) -> str:
-    """The parts of an observation the prompt needs: holding, the nearest objects, messages."""
+def compact_observation(obs: dict[str, Any], names: Handles) -> str:
+    """The parts of an observation the prompt needs, objects by handle: what the agent holds,
+    the nearest objects in sight, the messages it received."""
+    short = names.shorten
     seen = sorted(obs["visible"], key=lambda o: float(o["distance"]))[:MAX_SEEN]
-    lines = [f"You hold: {obs['holding'] or 'nothing'}."]
+    lines = [f"You hold: {short(obs['holding']) if obs['holding'] else 'nothing'}."]
     if obs["last_action"]:
-        lines.append(
-            f"Last: {obs['last_action']} -> {'ok' if obs['last_success'] else obs['feedback']}"
-        )
-    lines.append(
-        "You see: "
-        + (
-            ", ".join(o["objectId"] + (f" [{o['state']}]" if o["state"] else "") for o in seen)
-            or "nothing"
-        )
-    )
-    lines += [f"{m['sender']} says: {m['text']}" for m in obs["messages"]]
+        result = "ok" if obs["last_success"] else short(obs["feedback"])
+        lines.append(f"Last: {short(obs['last_action'])} -> {result}")
+    objects = [short(o["objectId"]) + (f" [{o['state']}]" if o["state"] else "") for o in seen]
+    lines.append("You see: " + (", ".join(objects) or "nothing"))
+    lines += [f"{m['sender']} says: {short(m['text'])}" for m in obs["messages"]]
     return "\n".join(lines)
 
 
@@ -176,8 +178,9 @@ def _json_action(text: str) -> str | None:
 
 def extract_action(text: str, visible: list[str]) -> str | None:
     """The action in a free-form LLM reply: a JSON object's ``action`` that parses in the
-    grammar, else the first line that parses, else the first skill word followed by a visible
-    objectId or type name (``pickup the apple``). None if the reply holds no usable action."""
+    grammar, else the first line that parses, else the first skill word followed by one of the
+    ``visible`` names (handles or objectIds) or their type (``pickup the apple``). None if the
+    reply holds no usable action."""
     found = _json_action(text)
     if found is not None:
         return found
@@ -191,8 +194,8 @@ def extract_action(text: str, visible: list[str]) -> str | None:
             continue
         return candidate
     by_type = {}
-    for oid in visible:
-        by_type.setdefault(type_of_id(oid).lower(), oid)
+    for name in visible:
+        by_type.setdefault(re.sub(r"_\d+$", "", type_of_id(name)).lower(), name)
     for m in _SKILL_WORD.finditer(text):
         skill, word = m.group(1).lower(), (m.group(2) or "")
         if skill in PLAIN_SKILLS:
@@ -209,7 +212,7 @@ class LLMAgentsTeam(Team):
     def __init__(
         self,
         llm: dict[str, Any] | None = None,
-        prompt: str = "llm_agents_v2",
+        prompt: str = "llm_agents_v3",
         max_tokens: int = 64,
         temperature: float = 0.0,
         seed: int = 0,
@@ -217,13 +220,22 @@ class LLMAgentsTeam(Team):
         message_chars: int = MESSAGE_CHARS,
     ) -> None:
         self.llm_config = llm
-        self.template = load_prompt(prompt)
+        template = load_prompt(prompt)
+        if template.count("\n---\n") != 1:
+            raise ValueError(
+                f"prompt {prompt!r}: needs one '---' line between its system part (fixed for "
+                "the episode) and its user part (each decision)"
+            )
+        self.system, self.user = template.split("\n---\n")
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
         self.constrained = constrained_default(llm, constrained)
         self.message_chars = message_chars
 
+    def _load_llm(self) -> LLM:
+        return shared_llm(self.llm_config)
+
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        self.llm = shared_llm(self.llm_config)
+        self.llm = self._load_llm()
         self.meter = UsageMeter(self.llm)
         self.agents = agent_ids
         self.instruction = task_info.instruction
@@ -231,15 +243,27 @@ class LLMAgentsTeam(Team):
         self.comm = bool(task_info.comm)
         self.history = {a: deque(maxlen=HISTORY) for a in agent_ids}
         self.announced: dict[str, set[str]] = {a: set() for a in agent_ids}
-        named = OBJECT_ID.findall(self.instruction)
-        self.known: dict[str, dict[str, None]] = {a: dict.fromkeys(named) for a in agent_ids}
+        self.names = {a: Handles() for a in agent_ids}
+        for a in agent_ids:
+            self.names[a].learn_in(self.instruction)
 
     def _learn(self, name: str, obs: dict[str, Any]) -> None:
+        names = self.names[name]
         for o in obs["visible"]:
-            self.known[name].setdefault(o["objectId"])
+            names.learn(o["objectId"])
         for m in obs["messages"]:
-            for oid in OBJECT_ID.findall(m["text"]):
-                self.known[name].setdefault(oid)
+            names.learn_in(m["text"])
+        if obs["holding"]:
+            names.learn(obs["holding"])
+
+    def observe(self, name: str, obs: dict[str, Any]) -> None:
+        """Take in a deciding agent's observation: the objects it learns of, and the result of
+        its last action into its history."""
+        self._learn(name, obs)
+        if obs["last_action"]:
+            short = self.names[name].shorten
+            result = "ok" if obs["last_success"] else f"failed: {short(obs['feedback'])}"
+            self.history[name].append(f"{short(obs['last_action'])} -> {result}")
 
     def recipients(self, name: str) -> list[str]:
         """Whom ``name`` may message (none when messages are not delivered)."""
@@ -250,22 +274,39 @@ class LLMAgentsTeam(Team):
         drop = self.cannot[name] | ({"pickup"} if obs["holding"] else {"put"})
         skills = [s for s in SKILLS if s not in drop]
         schema = decision_schema(
-            skills, list(self.known[name]), self.recipients(name), self.message_chars
+            skills, self.names[name].handles(), self.recipients(name), self.message_chars
         )
         return Constraint(schema, "decision")
 
-    def _prompt(self, name: str, obs: dict[str, Any]) -> list[dict[str, str]]:
+    def chat(self, name: str, obs: dict[str, Any]) -> list[dict[str, str]]:
+        """The prompt of ``name``'s decision now: the episode's fixed system message, then this
+        decision's user message."""
         others = self.recipients(name)
-        text = self.template.format(
+        system = self.system.format(
             name=name,
             n_agents=len(self.agents),
             agents=", ".join(self.agents),
-            instruction=self.instruction,
-            history="\n".join(self.history[name]) or "(none)",
-            observation=compact_observation(obs),
+            instruction=self.names[name].shorten(self.instruction),
             say=SAY_HINT.format(recipients="|".join(others)) if others else "",
         )
-        return [{"role": "user", "content": text}]
+        user = self.user.format(
+            history="\n".join(self.history[name]) or "(none)",
+            observation=compact_observation(obs, self.names[name]),
+        )
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def reply_for(self, name: str, action: str) -> str | None:
+        """The JSON reply that means ``action`` (an environment action, objectIds) for ``name``:
+        what a demonstration teaches; None when it names an object ``name`` has no handle for."""
+        names = self.names[name]
+        head, _, say = (part.strip() for part in action.partition("| say"))
+        if any(oid not in names.by_id for oid in OBJECT_ID.findall(action)):
+            return None
+        value: dict[str, Any] = {"action": names.shorten(head)}
+        to, sep, text = say.partition(":")
+        if sep and to.strip():
+            value["say"] = {"to": to.strip(), "text": names.shorten(text.strip())}
+        return json.dumps(value)
 
     def _comm(self, name: str, obs: dict[str, Any], action: str) -> str:
         if "| say" in action:
@@ -279,7 +320,8 @@ class LLMAgentsTeam(Team):
         return action
 
     def _read(self, reply: Generation, constraint: Constraint | None, visible: list[str]) -> str:
-        """The action line of ``reply``; counts parse failures, fallbacks and truncations."""
+        """The action line of ``reply`` (in handles); counts parse failures, fallbacks and
+        truncations."""
         truncated = reply.finish_reason == "length"
         fallback = False
         if constraint is None:
@@ -301,24 +343,23 @@ class LLMAgentsTeam(Team):
         if not deciding:
             return {}
         for a in deciding:
-            obs = observations[a]
-            self._learn(a, obs)
-            if obs["last_action"]:
-                result = "ok" if obs["last_success"] else f"failed: {obs['feedback']}"
-                self.history[a].append(f"{obs['last_action']} -> {result}")
+            self.observe(a, observations[a])
         constraints: list[Constraint | None] = [
             self.constraint(a, observations[a]) if self.constrained else None for a in deciding
         ]
         # By keyword, one per chat: a batched rollout passes per-chat arguments through.
         replies = self.llm.generate(
-            [self._prompt(a, observations[a]) for a in deciding],
+            [self.chat(a, observations[a]) for a in deciding],
             self.sampling,
             constraints=constraints,
         )
+        self.replies = dict(zip(deciding, replies, strict=True))
         actions = {}
         for a, reply, c in zip(deciding, replies, constraints, strict=True):
-            visible = [o["objectId"] for o in observations[a]["visible"]]
-            actions[a] = self._comm(a, observations[a], self._read(reply, c, visible))
+            names = self.names[a]
+            visible = [names.shorten(o["objectId"]) for o in observations[a]["visible"]]
+            line = names.expand(self._read(reply, c, visible))
+            actions[a] = self._comm(a, observations[a], line)
         return actions
 
     def metrics(self) -> dict[str, float]:

@@ -264,3 +264,32 @@ def test_constrained_is_the_default_and_the_llm_config_can_turn_it_off() -> None
         constrained_default({"constrained": "yes"}, None)
     assert LLMPlannerTeam(llm={"backend": "smollm2"}).constrained
     assert not LLMAgentsTeam(llm={"backend": "smollm2", "constrained": False}).constrained
+
+
+def test_agents_read_and_write_handles_and_the_environment_gets_object_ids(tiny_model) -> None:
+    from benchmark.env import make_env
+
+    team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=48)
+    env = make_env("transport_apple_fridge_v0", n_agents=2, seed=0)
+    obs, _ = env.reset(seed=0)
+    team.reset(list(env.possible_agents), env.task_info())
+    actions = team.act(obs)
+    for name, line in actions.items():
+        names = team.names[name]
+        call = parse_action(line)
+        # The env reads objectIds; the prompt and the schema speak handles only.
+        assert call.target is None or call.target in names.by_id, line
+        system, user = (m["content"] for m in team.chat(name, obs[name]))
+        assert "|" not in user.replace(" | ", "") and name in system
+        enum = team.constraint(name, obs[name]).schema["properties"]["action"]["enum"]
+        assert all("|" not in a for a in enum)
+        seen = {names.by_id[o["objectId"]] for o in obs[name]["visible"]}
+        assert seen <= set(names.handles()) and len(set(names.handles())) == len(names.by_id)
+    # A teacher's action is taught in handles, and read back to the same objectIds.
+    agent = env.possible_agents[0]
+    target = obs[agent]["visible"][0]["objectId"]
+    reply = team.reply_for(agent, f"navigate {target} | say all: found {target}")
+    assert "|" not in reply
+    line = read_decision(reply, decision_schema(SKILLS, team.names[agent].handles(), ["all"]))
+    assert team.names[agent].expand(line) == f"navigate {target} | say all: found {target}"
+    assert team.reply_for(agent, "pickup Mug|+09.00|+00.00|+09.00") is None

@@ -39,7 +39,7 @@ def test_constrained_smollm2_decisions_and_plans_parse_on_real_observations() ->
         actions = agents.act(obs)
         for name, line in actions.items():
             call = parse_action(line)
-            assert call.target is None or call.target in agents.known[name], line
+            assert call.target is None or call.target in agents.names[name].by_id, line
         obs, *_ = env.step(actions)
     m = agents.metrics()
     assert m["llm/calls"] >= 2 and m["llm/parse_fail_rate"] == 0.0 and m["llm/fallback_rate"] == 0
