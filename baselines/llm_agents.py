@@ -237,6 +237,11 @@ class LLMAgentsTeam(Team):
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.llm = self._load_llm()
         self.meter = UsageMeter(self.llm)
+        self.start(agent_ids, task_info)
+
+    def start(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        """The agents' memories at the start of an episode (no LLM needed: a demonstration
+        renders prompts with them)."""
         self.agents = agent_ids
         self.instruction = task_info.instruction
         self.cannot = {a: set(task_info.cannot.get(a, ())) for a in agent_ids}

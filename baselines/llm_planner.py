@@ -31,7 +31,7 @@ from benchmark.decompose import (
     grammar_decompose,
 )
 from benchmark.env.views import TaskInfo
-from benchmark.llm import Sampling
+from benchmark.llm import LLM, Sampling
 from benchmark.sim.catalog import type_of_id
 
 
@@ -58,8 +58,11 @@ class LLMPlannerTeam(Team):
         self.sampling = Sampling(max_tokens=max_tokens)
         self.failures_before_replan = failures_before_replan
 
+    def _load_llm(self) -> LLM:
+        return shared_llm(self.llm_config)
+
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        self.llm = shared_llm(self.llm_config)
+        self.llm = self._load_llm()
         self.meter = UsageMeter(self.llm)
         self.agents = agent_ids
         self.instruction = task_info.instruction

@@ -12,6 +12,7 @@ from benchmark.llm import LLM, make_llm
 from benchmark.llm.batching import batched_llm
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
+ADAPTERS_DIR = Path(__file__).parent / "adapters"  # committed LoRA adapters, by name
 _LLMS: dict[str, LLM] = {}
 _LOADING = threading.Lock()  # the episodes of a batched rollout ask at once
 
@@ -23,6 +24,20 @@ def load_prompt(name: str) -> str:
         known = sorted(p.stem for p in PROMPTS_DIR.glob("*.txt"))
         raise ValueError(f"no prompt template {name!r}; templates: {known}")
     return path.read_text()
+
+
+def resolve_adapter(adapter: str) -> Path:
+    """The adapter directory of ``adapter``: a committed adapter's name
+    (``baselines/adapters/<name>``) or a directory."""
+    named = ADAPTERS_DIR / adapter
+    path = named if named.is_dir() else Path(adapter).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        known = sorted(p.parent.name for p in ADAPTERS_DIR.glob("*/adapter_config.json"))
+        raise ValueError(
+            f"llm.adapter={adapter!r} is neither a committed adapter {known} nor a peft adapter "
+            "directory"
+        )
+    return path
 
 
 def shared_llm(config: dict[str, Any]) -> LLM:
@@ -38,6 +53,13 @@ def shared_llm(config: dict[str, Any]) -> LLM:
     with _LOADING:
         if key not in _LLMS:
             options = dict(config.get("options") or {})
+            if config.get("adapter"):
+                if config["backend"] not in ("smollm2", "hf"):
+                    raise ValueError(
+                        f"llm.adapter needs a local model (llm=smollm2 or llm=hf), not "
+                        f"backend {config['backend']!r}"
+                    )
+                options["adapter"] = str(resolve_adapter(str(config["adapter"])))
             _LLMS[key] = make_llm(config["backend"], model=config.get("model", ""), **options)
     # Inside a batched rollout, the episode's share of the batch (the backend elsewhere).
     return batched_llm(_LLMS[key])

@@ -84,6 +84,10 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         trainer.save()
         last = evaluate() if evaluated_at != trainer.step else first
         trainer.policy.save_pretrained(root / "final_model")
+        if trainer.lora is not None:
+            from baselines.rl.sft import save_lora
+
+            save_lora(trainer.policy, root / "final_adapter", trainer.cfg.policy.adapter_out)
     finally:
         loggers.close()
         trainer.close()

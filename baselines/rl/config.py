@@ -86,6 +86,8 @@ class PolicySettings:
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale
     lora_targets: tuple[str, ...] = ("q_proj", "v_proj")  # modules given adapters
+    adapter: str | None = None  # lora: start from this adapter (committed name or directory)
+    adapter_out: str | None = None  # lora: save the final adapter as baselines/adapters/<name>
     generator: str = "torch"  # torch | vllm (GPU; the gpu extra)
     device: str = "cpu"  # torch device of the trainer's model
 
@@ -93,6 +95,8 @@ class PolicySettings:
         one_of(self, "sharing", SHARING)
         one_of(self, "generator", GENERATORS)
         at_least(self, 1, "lora_r", "lora_alpha")
+        if (self.adapter or self.adapter_out) and not self.lora:
+            raise ConfigError("adapter", self.adapter or self.adapter_out, "needs policy.lora=true")
         if self.sharing == "per_agent" and self.generator == "vllm":
             raise ConfigError(
                 "sharing",
@@ -226,6 +230,16 @@ class SFTConfig:
         default_factory=lambda: {"hidden": 128, "layers": 4, "heads": 4, "vocab": 1000}
     )  # size of a new tiny model
     rollout: RolloutConfig = field(default_factory=RolloutConfig)  # prompt format (history...)
+    format: str = "rl_view"  # rl_view (the policy team) | llm_agents | llm_planner (their prompts)
+    prompt: str | None = None  # llm_* formats: the baseline's prompt template (null: its default)
+    max_subtasks: int = 8  # llm_planner: most subtasks in a demonstrated plan
+    successful_only: bool = False  # llm_* formats: learn only from episodes the teacher solved
+    max_demos: int = 0  # keep this many demonstrations, drawn evenly (0: all)
+    lora: bool = False  # train LoRA adapters (peft) instead of all weights
+    lora_r: int = 8  # LoRA rank
+    lora_alpha: int = 16  # LoRA scale
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])  # adapted
+    adapter: str | None = None  # lora: also save the adapter as baselines/adapters/<adapter>
     epochs: int = 3  # passes over the demonstrations
     batch_size: int = 32  # demonstrations per step
     lr: float = 1e-3  # AdamW learning rate

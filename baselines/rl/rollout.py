@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baselines.rl.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.llm_teams import LLM_TEAMS, training_team
 from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.tasks import AMBIGUITY_LEVELS
+
+TEAMS = ("policy", *LLM_TEAMS)
 
 __all__ = [
     "Decision",
@@ -53,6 +56,7 @@ class RolloutSettings:
     """How episodes are played: the prompt view, sampling and the env options (one comment per
     field; part of the training config as ``rollout``)."""
 
+    team: str = "policy"  # policy (the agent view) | llm_agents | llm_planner (their prompts)
     mode: str = "per_step"  # per_step (bounded history) | concat (one sequence per agent)
     history: int = 2  # past actions a per_step prompt repeats
     max_objects: int = 8  # known objects a prompt lists
@@ -65,7 +69,10 @@ class RolloutSettings:
     ambiguity: str = "types"  # instruction phrasing
 
     def __post_init__(self) -> None:
+        one_of(self, "team", TEAMS)
         one_of(self, "mode", MODES)
+        if self.team != "policy" and self.mode != "per_step":
+            raise ConfigError("mode", self.mode, f"team={self.team} plays per_step only")
         one_of(self, "ambiguity", AMBIGUITY_LEVELS)
         at_least(self, 0, "history", "temperature")
         at_least(self, 1, "max_objects", "max_tokens", "max_context")
@@ -111,7 +118,15 @@ def play_episode(
         generators = {"shared": generators}
     start = time.perf_counter()
     env = CollabEnv(spec.task, n_agents=spec.n_agents, options=options.env_options(spec.split))
-    team = PolicyTeam(generators=generators, episode_seed=spec.gen_seed, **options.team_options())
+    if options.team == "policy":
+        team = PolicyTeam(
+            generators=generators, episode_seed=spec.gen_seed, **options.team_options()
+        )
+    elif set(generators) != {"shared"}:
+        raise ValueError(f"team={options.team} plays one shared policy (policy.sharing=shared)")
+    else:
+        sampling = {"temperature": options.temperature, "top_p": options.top_p}
+        team = training_team(options.team, generators["shared"], spec.gen_seed, **sampling)
     trace = run_episode(env, team, seed=spec.seed)
     decisions = team.decisions
     returns = {a: sum(d.reward for d in ds) for a, ds in decisions.items()}

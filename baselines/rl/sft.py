@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from baselines.rl.agent_view import AgentView
-from baselines.rl.policy import Policy, resolve_model_dir
+from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
 from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
@@ -147,14 +147,29 @@ def build_tiny(out: Path, demos: list[dict[str, Any]], size: dict[str, int], see
 
 
 def encode_demos(policy: Policy, demos: list[dict[str, Any]]) -> list[tuple[list[int], int]]:
-    """(ids, prompt length) per demonstration; the reply ends with end-of-sequence."""
+    """(ids, prompt length) per demonstration; the reply ends with end-of-sequence. A ``chat``
+    demonstration is encoded by the chat template as the LLM backends encode it."""
     eos = policy.tokenizer.eos_token_id
     out = []
     for d in demos:
-        prompt = policy.encode(d["prompt"])
+        chat = d.get("chat")
+        prompt = chat_ids(policy.tokenizer, chat) if chat else policy.encode(d["prompt"])
         reply = policy.tokenizer(d["reply"], add_special_tokens=False)["input_ids"]
         out.append((prompt + list(reply) + [eos], len(prompt)))
     return out
+
+
+def chat_ids(tokenizer: Any, chat: list[dict[str, str]]) -> list[int]:
+    """The prompt ids of ``chat`` with the generation prompt, as the ``hf`` backend builds them."""
+    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+
+def _evenly(demos: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """``keep`` demonstrations drawn evenly across the list (all when ``keep`` is 0)."""
+    if keep <= 0 or keep >= len(demos):
+        return demos
+    return [demos[k * len(demos) // keep] for k in range(keep)]
 
 
 def sft_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
@@ -177,7 +192,15 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    demos, stats = demonstrations(cfg)
+    llm_format = cfg.get("format", "rl_view") != "rl_view"
+    if llm_format:
+        from baselines.rl.llm_demos import llm_demonstrations
+
+        demos, stats = llm_demonstrations(cfg)
+    else:
+        demos, stats = demonstrations(cfg)
+    demos = _evenly(demos, int(cfg.get("max_demos", 0)))
+    stats["demonstrations_used"] = len(demos)
     if not demos:
         raise ValueError("the teacher produced no usable demonstrations")
     with (output_dir / "demos.jsonl").open("w") as f:
@@ -187,12 +210,19 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         f"{stats['demonstrations']} demonstrations from {cfg.episodes} {cfg.teacher} episodes "
         f"(teacher SR {stats['teacher_SR']:.2f}, {stats['skipped']} decisions skipped)"
     )
+    if llm_format and cfg.init == "tiny":
+        raise ValueError(f"format={cfg.format} trains the LLM baselines' model: init=smollm2")
     init_dir = (
         build_tiny(output_dir / "init", demos, cfg.tiny, cfg.seed)
         if cfg.init == "tiny"
         else resolve_model_dir(cfg.init)
     )
-    policy = Policy(init_dir, threads=cfg.threads)
+    lora = (
+        LoraOptions(r=cfg.lora_r, alpha=cfg.lora_alpha, target_modules=tuple(cfg.lora_targets))
+        if cfg.get("lora")
+        else None
+    )
+    policy = Policy(init_dir, lora=lora, threads=cfg.threads)
     rows = encode_demos(policy, demos)
     optimizer = torch.optim.AdamW(list(policy.parameters()), lr=cfg.lr)
     order = list(range(len(rows)))
@@ -212,18 +242,35 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         losses.append(sum(epoch_losses) / len(epoch_losses))
         log(f"epoch {epoch + 1}/{cfg.epochs}: loss {losses[-1]:.4f}")
     policy.model.eval()
-    from baselines.rl.policy import policies_dir
+    if lora is not None:
+        saved = save_lora(policy, output_dir / "adapter", cfg.get("adapter"))
+    else:
+        from baselines.rl.policy import policies_dir
 
-    saved = policy.save_pretrained(output_dir / "model")
-    if cfg.name:
-        saved = policy.save_pretrained(policies_dir() / cfg.name)
+        saved = policy.save_pretrained(output_dir / "model")
+        if cfg.name:
+            saved = policy.save_pretrained(policies_dir() / cfg.name)
     result = {
         **stats,
         "epoch_losses": losses,
         "seconds": round(time.perf_counter() - start, 1),
         "parameters": sum(p.numel() for p in policy.model.parameters()),
+        "trained_parameters": sum(p.numel() for p in policy.parameters()),
         "saved": str(saved),
     }
     (output_dir / "sft.json").write_text(json.dumps(result, indent=1))
     log(f"saved {saved} ({result['parameters']:,} parameters, {result['seconds']} s)")
     return result
+
+
+def save_lora(policy: Policy, out: Path, name: str | None) -> Path:
+    """Save ``policy``'s LoRA adapter to ``out`` and, with ``name``, as the committed adapter
+    ``baselines/adapters/<name>`` (what ``llm.adapter=<name>`` loads)."""
+    from baselines.llm_support import ADAPTERS_DIR
+    from benchmark.llm.adapters import save_adapter
+
+    base = policy.model_dir.name
+    saved = save_adapter(policy.model, out, base)
+    if name:
+        saved = save_adapter(policy.model, ADAPTERS_DIR / name, base)
+    return saved

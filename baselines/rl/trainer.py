@@ -86,6 +86,11 @@ class Trainer:
                 device=cfg.policy.device,
                 threads=cfg.threads,
             )
+            if cfg.policy.adapter:
+                from baselines.llm_support import resolve_adapter
+                from benchmark.llm.adapters import load_trainable
+
+                load_trainable(policy.model, resolve_adapter(cfg.policy.adapter), cfg.policy.init)
             if algo.kl_coef > 0:
                 policy.freeze_reference()
             self.policies[key] = policy

@@ -38,7 +38,7 @@ class LLMConfig:
     backend: str = "none"  # LLM backend for LLM baselines: none | smollm2 | hf | openai | vllm
     model: str = ""  # model name, directory or served model id
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific options
-    adapter: str | None = None  # a peft (LoRA) adapter directory on the model (policy team)
+    adapter: str | None = None  # a LoRA adapter on the model: a committed name or a directory
     constrained: bool = True  # LLM baselines decode under a schema of valid outputs; false: free
 
 
