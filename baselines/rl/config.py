@@ -53,6 +53,7 @@ class AlgoSettings:
     filter_zero_variance: bool = True  # drop groups whose returns are all equal (dynamic sampling)
     balance_trajectories: bool = True  # weigh every agent trajectory equally in clipped losses
     ppo_epochs: int = 1  # passes over each batch
+    max_samples: int = 0  # update on a seeded random subsample of this many samples (0: all)
     minibatch_size: int = 64  # samples per optimiser step
     lr: float = 1e-4  # AdamW learning rate
     weight_decay: float = 0.0  # AdamW weight decay
@@ -71,6 +72,7 @@ class AlgoSettings:
         in_range(self, "turn_gamma", 0.0, 1.0)
         at_least(self, 0.0, "clip_high", "kl_coef", "vf_coef", "value_clip", "weight_decay")
         at_least(self, 1, "ppo_epochs", "minibatch_size")
+        at_least(self, 0, "max_samples")
         if self.dual_clip is not None and self.dual_clip <= 1:
             raise ConfigError("dual_clip", self.dual_clip, "must be > 1 (or null: off)")
         for name in ("beta", "lr", "max_grad_norm"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -217,14 +218,22 @@ class Trainer:
             for r in results
             for s in episode_samples(r, self.options.mode, a.return_mode, a.group_by, a.turn_gamma)
         ]
+        played = len(samples)
+        if 0 < a.max_samples < len(samples):
+            # A CPU budget: a seeded uniform subsample of the decisions (advantages are then
+            # computed within the subsample's groups).
+            samples = random.Random(hash((self.cfg.seed, self.step)) % 2**31).sample(
+                samples, a.max_samples
+            )
         stats = self.update_samples(samples)
+        stats["charts/samples_used"] = float(len(samples))
         returns = [v for r in results for v in r.returns.values()]
         gen_tokens = sum(r.gen_tokens for r in results)
         stats.update(episode_summary(results))
         stats.update(
             {
                 "charts/return_mean": sum(returns) / len(returns),
-                "charts/decisions": float(len(samples))
+                "charts/decisions": float(played)
                 if self.options.mode == "per_step"
                 else float(sum(len(ds) for r in results for ds in r.decisions.values())),
                 "charts/gen_len": gen_tokens

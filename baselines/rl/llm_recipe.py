@@ -1,0 +1,220 @@
+"""Train the embedded SmolLM2 for the LLM baselines on CPU, and report it: LoRA SFT from the
+scripted teams, then GRPO from there, then a held-out comparison with the base model.
+
+    python -m baselines.rl.llm_recipe                    # or: make train-llm
+    python -m baselines.rl.llm_recipe --only llm_agents --grpo-steps 2 --out outputs/llm_quick
+
+For each baseline (``llm_agents`` learns from the ``heuristic`` team's decisions,
+``llm_planner`` from the ``oracle``'s plans), on ``--tasks`` (three families) with training-split
+scenes:
+
+1. ``python -m baselines.sft format=<baseline> lora=true ...``: the adapter
+   ``smollm2-<short>-sft`` (``<short>``: ``agents`` or ``planner``);
+2. ``python -m baselines.train trainer=grpo rollout.team=<baseline> policy.adapter=<sft>``:
+   GRPO with LoRA from the SFT adapter (reward sharing alpha 0.7, groups by episode seed), the
+   adapter ``smollm2-<short>-grpo``;
+3. ``python -m benchmark.run baseline=<baseline> llm=smollm2 suite=llm_val`` with no adapter,
+   the SFT adapter and the GRPO adapter: the same held-out val-scene episodes, greedy.
+
+Adapters are written to ``baselines/adapters/<name>`` (what ``llm.adapter=<name>`` loads), the
+report (``REPORT.md``: the stages' wall times and the comparison table with exact 95% intervals
+on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a public command line whose run
+directory is kept under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from baselines.llm_support import ADAPTERS_DIR
+
+TASKS = ("transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0")
+SHORT = {"llm_agents": "agents", "llm_planner": "planner"}
+TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
+STAGES = ("sft", "grpo", "eval")
+COLUMNS = ("SR", "TR", "B", "messages", "llm/tokens_in", "llm/tokens_out", "llm/parse_fail_rate")
+
+
+def _run(args: list[str], log: Path) -> float:
+    """Run ``python -m <args>``; its wall time (s). Output goes to ``log``."""
+    print("$ python -m", " ".join(args), flush=True)
+    start = time.perf_counter()
+    with log.open("w") as f:
+        command = [sys.executable, "-m", *args]
+        subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT)
+    return round(time.perf_counter() - start, 1)
+
+
+def _tasks(tasks: list[str]) -> str:
+    return "[" + ",".join(tasks) + "]"
+
+
+def sft(baseline: str, args: argparse.Namespace, out: Path) -> float:
+    name = f"smollm2-{SHORT[baseline]}-sft"
+    episodes = args.sft_episodes if baseline == "llm_agents" else args.plan_episodes
+    return _run(
+        [
+            "baselines.sft",
+            f"format={baseline}",
+            f"teacher={TEACHER[baseline]}",
+            "init=smollm2",
+            "lora=true",
+            f"tasks={_tasks(args.tasks)}",
+            f"episodes={episodes}",
+            "successful_only=true",
+            f"max_demos={args.max_demos}",
+            f"epochs={args.sft_epochs}",
+            "batch_size=4",
+            "lr=3e-4",
+            "name=null",
+            f"adapter={name}",
+            f"hydra.run.dir={out / 'sft'}",
+        ],
+        out / "sft.log",
+    )
+
+
+def grpo(baseline: str, args: argparse.Namespace, out: Path) -> float:
+    short = SHORT[baseline]
+    return _run(
+        [
+            "baselines.train",
+            "trainer=grpo",
+            "policy=smollm2_lora",
+            f"policy.adapter=smollm2-{short}-sft",
+            f"policy.adapter_out=smollm2-{short}-grpo",
+            f"rollout.team={baseline}",
+            "rollout.reward_sharing=0.7",
+            "rollout.temperature=1.0",
+            f"data.tasks={_tasks(args.tasks)}",
+            f"data.seeds_per_step={args.seeds_per_step}",
+            f"data.group_size={args.group_size}",
+            f"steps={args.grpo_steps}",
+            "eval.every=0",
+            "eval.episodes=0",
+            "trainer.lr=1e-4",
+            "trainer.minibatch_size=8",
+            f"trainer.max_samples={args.max_samples}",
+            "logger=console",
+            "threads=2",
+            f"workers={args.workers}",
+            f"hydra.run.dir={out / 'grpo'}",
+        ],
+        out / "grpo.log",
+    )
+
+
+def evaluate(baseline: str, adapter: str | None, args: argparse.Namespace, out: Path) -> dict:
+    """Run the held-out suite; the ``all`` row of its summary (mean and interval per metric)."""
+    run_dir = out / f"eval-{adapter or 'base'}"
+    seconds = _run(
+        [
+            "benchmark.run",
+            f"baseline={baseline}",
+            "llm=smollm2",
+            f"llm.adapter={adapter or 'null'}",
+            f"suite={args.suite}",
+            f"workers={args.workers}",
+            "reference=false",
+            "comm=[true]",
+            "logger.console=false",
+            f"output_dir={run_dir}",
+        ],
+        out / f"eval-{adapter or 'base'}.log",
+    )
+    with (run_dir / "summary.csv").open() as f:
+        row: dict[str, Any] = next(r for r in csv.DictReader(f) if r["family"] == "all")
+    episodes = [json.loads(line) for line in (run_dir / "episodes.jsonl").open()]
+    for name in COLUMNS:
+        values = [e[name] for e in episodes if e.get(name) is not None]
+        if f"{name}_mean" not in row and values:
+            row[f"{name}_mean"] = sum(values) / len(values)
+    return {"adapter": adapter or "base", "seconds": seconds, **row}
+
+
+def _cell(row: dict[str, Any], name: str) -> str:
+    mean = row.get(f"{name}_mean")
+    if mean in (None, ""):
+        return "-"
+    if name == "SR":
+        return f"{float(mean):.2f} [{float(row['SR_lo']):.2f}, {float(row['SR_hi']):.2f}]"
+    return f"{float(mean):.3g}"
+
+
+def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
+    lines = [
+        "# SmolLM2-135M adapters for the LLM baselines",
+        "",
+        f"Trained on {', '.join(args.tasks)} (train-split scenes); evaluated on suite "
+        f"`{args.suite}` (val-split scenes, greedy, constrained), 2 agents, comm on.",
+        "SR: mean [exact 95% Clopper-Pearson interval]; other columns: episode means.",
+        f"Command: `python -m baselines.rl.llm_recipe {' '.join(sys.argv[1:])}`",
+        "",
+    ]
+    for baseline, res in results.items():
+        lines += [f"## {baseline}", ""]
+        lines += [f"- {stage}: {sec} s" for stage, sec in res["seconds"].items()]
+        lines += ["", "| model | episodes | " + " | ".join(COLUMNS) + " |"]
+        lines.append("|" + "---|" * (len(COLUMNS) + 2))
+        for row in res["rows"]:
+            cells = " | ".join(_cell(row, c) for c in COLUMNS)
+            lines.append(f"| {row['adapter']} | {row['episodes']} | {cells} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/llm_recipe"))
+    parser.add_argument("--only", nargs="+", default=list(SHORT), choices=list(SHORT))
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
+    parser.add_argument("--sft-episodes", type=int, default=60, help="heuristic episodes")
+    parser.add_argument("--plan-episodes", type=int, default=40, help="oracle episodes")
+    parser.add_argument("--max-demos", type=int, default=160, help="SFT demonstrations used")
+    parser.add_argument("--sft-epochs", type=int, default=1)
+    parser.add_argument("--grpo-steps", type=int, default=3)
+    parser.add_argument("--seeds-per-step", type=int, default=2)
+    parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--max-samples", type=int, default=48, help="GRPO samples per update")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--suite", default="llm_val")
+    parser.add_argument(
+        "--stages", nargs="+", default=list(STAGES), choices=list(STAGES), help="what to run"
+    )
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    results: dict[str, dict[str, Any]] = {}
+    for baseline in args.only:
+        where = out / baseline
+        where.mkdir(parents=True, exist_ok=True)
+        seconds: dict[str, float] = {}
+        if "sft" in args.stages:
+            seconds["SFT"] = sft(baseline, args, where)
+        if "grpo" in args.stages:
+            seconds["GRPO"] = grpo(baseline, args, where)
+        if "eval" not in args.stages:
+            continue
+        short = SHORT[baseline]
+        rows = []
+        for adapter in (None, f"smollm2-{short}-sft", f"smollm2-{short}-grpo"):
+            row = evaluate(baseline, adapter, args, where)
+            seconds[f"eval {row['adapter']}"] = row["seconds"]
+            rows.append(row)
+        results[baseline] = {"seconds": seconds, "rows": rows}
+        text = report(results, args)
+        (out / "REPORT.md").write_text(text)
+        (ADAPTERS_DIR / "REPORT.md").write_text(text)
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
