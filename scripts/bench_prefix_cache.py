@@ -5,10 +5,10 @@
 A batch of 16 chats: 8 distinct system prompts of about 250 tokens (8 teams' static text), each
 shared by 2 agents whose user messages (about 80 tokens) change at every call, as they do at every
 decision. Greedy decoding, no response cache. For ``prefix_cache=64`` and ``prefix_cache=0``
-prints one JSON line with the seconds of each call (the first with the cache encodes the
-prefixes; later ones reuse them), the prompt tokens run through the model per call, and whether
-both settings decoded the same tokens. Timings on a shared machine are noisy: compare the figures
-of one run.
+(taking turns at each call) prints one JSON line with the wall and CPU seconds of each call (the
+first with the cache encodes the prefixes; later ones reuse them), the prompt tokens run through
+the model per call, and whether both settings decoded the same tokens. Timings on a shared
+machine are noisy: compare the figures of one run.
 """
 
 from __future__ import annotations
@@ -77,31 +77,35 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=12)
     args = parser.parse_args()
     sampling = Sampling(max_tokens=args.max_tokens)
-    tokens: dict[int, list[list[int]]] = {}
-    for size in (64, 0):
-        llm = make_llm("smollm2", threads=args.threads, prefix_cache=size)
+    llms = {size: make_llm("smollm2", threads=args.threads, prefix_cache=size) for size in (64, 0)}
+    rows: dict[int, dict] = {}
+    for size, llm in llms.items():
         llm.generate(batch(99)[:1], Sampling(max_tokens=2))  # load-time warm-up
         llm.clear_prefix_cache()
-        seconds, encoded, ids = [], [], []
-        for call in range(args.calls):
-            before = llm.tokens_encoded
-            start = time.perf_counter()
-            gens = llm.generate(batch(call), sampling)
-            seconds.append(round(time.perf_counter() - start, 2))
-            encoded.append(llm.tokens_encoded - before)
-            ids.append([g.token_ids for g in gens])
-        tokens[size] = ids
         pairs = [(c, llm.prompt_ids(c)) for c in batch(0)]
-        row = {
+        rows[size] = {
             "prefix_cache": size,
-            "seconds_per_call": seconds,
-            "prompt_tokens_encoded_per_call": encoded,
+            "seconds_per_call": [],
+            "cpu_seconds_per_call": [],
+            "prompt_tokens_encoded_per_call": [],
             "prompt_tokens_per_call": sum(len(p) for _, p in pairs),
             "prefix_tokens": sorted({len(prefix_ids(llm.tokenizer, c, p)) for c, p in pairs}),
             "threads": args.threads,
         }
-        if size == 0:
-            row["same_tokens_as_prefix_cache_64"] = tokens[0] == tokens[64]
+    same = True
+    for call in range(args.calls):
+        # Both settings take turns at each call, so a busy machine slows both alike.
+        ids = {}
+        for size, llm in llms.items():
+            before, wall, cpu = llm.tokens_encoded, time.perf_counter(), time.process_time()
+            gens = llm.generate(batch(call), sampling)
+            rows[size]["seconds_per_call"].append(round(time.perf_counter() - wall, 2))
+            rows[size]["cpu_seconds_per_call"].append(round(time.process_time() - cpu, 2))
+            rows[size]["prompt_tokens_encoded_per_call"].append(llm.tokens_encoded - before)
+            ids[size] = [g.token_ids for g in gens]
+        same = same and ids[64] == ids[0]
+    rows[0]["same_tokens_as_prefix_cache_64"] = same
+    for row in rows.values():
         print(json.dumps(row), flush=True)
 
 
