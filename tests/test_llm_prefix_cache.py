@@ -195,6 +195,13 @@ def test_cached_prefixes_give_the_tokens_and_logprobs_of_whole_prompts(
     assert whole.tokens_encoded == sum(len(whole.prompt_ids(c)) for c in chats)
 
 
-def test_a_negative_prefix_cache_size_is_refused_naming_the_option(tiny_model: Path) -> None:
+def test_the_prefix_cache_size_is_an_llm_option_and_must_not_be_negative(tiny_model: Path) -> None:
+    from baselines.llm_support import shared_llm
+
+    config = {"backend": "hf", "model": str(tiny_model), "options": {"prefix_cache": 0}}
+    llm = shared_llm(config)
+    assert isinstance(llm, HFBackend) and llm.prefixes.capacity == 0
+    llm.generate([chat(0, "go")], Sampling(max_tokens=2))
+    assert len(llm.prefixes) == 0 and llm.tokens_encoded == len(llm.prompt_ids(chat(0, "go")))
     with pytest.raises(ValueError, match="prefix_cache=-1"):
         make_llm("hf", model=str(tiny_model), prefix_cache=-1)
