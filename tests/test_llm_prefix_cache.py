@@ -1,7 +1,8 @@
 """Prompt-prefix KV reuse in the ``hf``/``smollm2`` backend: the embedded SmolLM2 decodes the same
 tokens with and without the cache (and as ``model.generate`` did) on a mixed batch, encoding only
-the suffixes once its prefixes are cached (slow: it loads the real model); the LRU's bound, order
-and clearing, the template rule's fallback and seeded sampling on the tiny random model."""
+the suffixes once its prefixes are cached (slow: it loads the real model). On the tiny random
+model: the same tokens and logprobs as whole prompts, the LRU's bound, order and clearing, the
+template rule's fallback, seeded sampling from a cold or warm cache, and the option itself."""
 
 from __future__ import annotations
 
