@@ -1,0 +1,89 @@
+"""Step-by-step batched decoding from a filled KV cache, for the ``hf``/``smollm2`` backend.
+
+Each step: the model's own log-distribution (log-softmax of the raw logits, temperature 1) is
+kept at the chosen token; a logits processor (the grammar) masks the raw logits; then greedy
+(``temperature == 0``) takes the argmax, or sampling divides by the temperature, keeps the top-p
+nucleus and draws from a ``torch.Generator`` seeded with ``sampling.seed``. This is the order of
+``transformers``' ``generate`` (custom processors, then temperature, then top-p), so the nucleus
+is taken among the tokens the grammar allows. A row stops at a stop id and is padded after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from transformers import DynamicCache, TopPLogitsWarper
+
+from benchmark.llm.base import Sampling
+
+Processor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def choose(
+    scores: torch.Tensor, sampling: Sampling, generator: torch.Generator | None
+) -> torch.Tensor:
+    """The next token of each row, (rows,), from processed ``scores`` (rows, vocab)."""
+    if sampling.temperature == 0:
+        return scores.argmax(dim=-1)
+    scores = scores / sampling.temperature
+    if sampling.top_p < 1.0:
+        scores = TopPLogitsWarper(sampling.top_p)(None, scores)
+    probs = torch.softmax(scores, dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+
+def decode(
+    model: Any,
+    cache: DynamicCache,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    positions: torch.Tensor,
+    logits: torch.Tensor,
+    sampling: Sampling,
+    stop_ids: list[int],
+    pad_id: int,
+    processor: Processor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Up to ``sampling.max_tokens`` new tokens per row after a prompt already in ``cache``.
+
+    Args:
+        ids: (rows, width) the prompt ids as laid out in ``cache`` (pads included; what the
+            processor sees, with each new token appended).
+        mask: (rows, width) 1 on the prompt's real tokens, 0 on pads.
+        positions: (rows,) the position of each row's first new token (its prompt's length).
+        logits: (rows, vocab) the model's logits after each prompt's last token.
+
+    Returns:
+        (tokens, logprobs), both (rows, steps): the tokens (``pad_id`` after a row stopped) and
+        their logprobs under the model's own distribution. ``steps`` is ``max_tokens``, or fewer
+        when every row stopped.
+    """
+    generator = None
+    if sampling.temperature > 0:
+        generator = torch.Generator(device=logits.device).manual_seed(sampling.seed)
+    stops = torch.tensor(stop_ids, device=logits.device)
+    done = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+    positions = positions.clone()
+    tokens, logprobs = [], []
+    for step in range(sampling.max_tokens):
+        raw = logits.float()
+        scores = processor(ids, raw) if processor is not None else raw
+        token = choose(scores, sampling, generator).masked_fill(done, pad_id)
+        tokens.append(token)
+        logprobs.append(torch.log_softmax(raw, dim=-1).gather(-1, token[:, None]).squeeze(-1))
+        done |= torch.isin(token, stops)
+        ids = torch.cat([ids, token[:, None]], dim=1)
+        if bool(done.all()) or step == sampling.max_tokens - 1:
+            break
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+        logits = model(
+            input_ids=token[:, None],
+            attention_mask=mask,
+            position_ids=positions[:, None],
+            cache=cache,
+            use_cache=True,
+        ).logits[:, -1]
+        positions += 1
+    return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)
