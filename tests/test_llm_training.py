@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from baselines.llm_agents import LLMAgentsTeam, read_decision
+from baselines.llm_agents import read_decision
 from baselines.llm_support import resolve_adapter, shared_llm
 from baselines.rl.config import SFTConfig
 from baselines.rl.llm_demos import llm_demonstrations
@@ -32,7 +32,7 @@ def test_agent_demonstrations_are_replies_the_agents_schema_accepts() -> None:
     assert stats["demonstrations"] == len(demos) > 20
     actions = set()
     for d in demos:
-        system, user = d["chat"]
+        system, _user = d["chat"]
         assert system["role"] == "system" and d["agent"] in system["content"]
         assert "|" not in d["reply"]  # handles, never objectIds
         value = json.loads(d["reply"])
@@ -48,10 +48,9 @@ def test_agent_demonstrations_are_replies_the_agents_schema_accepts() -> None:
 
 
 def test_a_replayed_demonstration_prompt_accepts_its_reply() -> None:
+    from baselines.rl.llm_demos import AgentsDemonstrator
     from benchmark.agents import make_team
     from benchmark.env import make_env
-
-    from baselines.rl.llm_demos import AgentsDemonstrator
 
     env = make_env(TASKS[0], n_agents=2, seed=1)
     obs, _ = env.reset(seed=1)
@@ -107,11 +106,11 @@ def test_an_adapter_loads_on_its_base_model_only(tmp_path: Path, tiny_model: Pat
     plain = AutoModelForCausalLM.from_pretrained(base_a)
     merged = merge_adapter(AutoModelForCausalLM.from_pretrained(base_a), saved, "tiny-a")
     assert not torch.allclose(plain(ids).logits, merged(ids).logits)
-    with pytest.raises(ValueError, match="was trained on 'tiny-a'.*not on this model 'tiny-b'"):
+    with pytest.raises(ValueError, match=r"was trained on 'tiny-a'.*not on this model 'tiny-b'"):
         merge_adapter(AutoModelForCausalLM.from_pretrained(base_b), saved, "tiny-b")
     with pytest.raises(ValueError, match="neither a committed adapter"):
         resolve_adapter("no-such-adapter")
-    with pytest.raises(ValueError, match="llm.adapter needs a local model"):
+    with pytest.raises(ValueError, match=r"llm\.adapter needs a local model"):
         shared_llm({"backend": "openai", "model": "m", "adapter": str(saved), "options": {}})
 
 

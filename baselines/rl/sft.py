@@ -11,6 +11,7 @@ and every task's instructions) and a small Llama from a local config.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import time
@@ -161,8 +162,13 @@ def encode_demos(policy: Policy, demos: list[dict[str, Any]]) -> list[tuple[list
 
 def chat_ids(tokenizer: Any, chat: list[dict[str, str]]) -> list[int]:
     """The prompt ids of ``chat`` with the generation prompt, as the ``hf`` backend builds them."""
-    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
-    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    from benchmark.llm.hf import FALLBACK_TEMPLATE
+    from benchmark.llm.prefix_cache import template_ids
+
+    if tokenizer.chat_template is None:  # as the backend renders it (a model without a template)
+        tokenizer = copy.copy(tokenizer)
+        tokenizer.chat_template = FALLBACK_TEMPLATE
+    return template_ids(tokenizer, chat, generation_prompt=True)
 
 
 def _evenly(demos: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:

@@ -16,10 +16,10 @@ but the last (``apply_chat_template(chat[:-1], add_generation_prompt=False)``), 
 those ids are an exact token prefix of the full prompt's ids (else that row encodes its whole
 prompt). So callers put the static text (system prompt, task, skill list) in the first
 message(s) and what changes per decision in the last one. The KV of each prefix is kept in an LRU
-of ``prefix_cache`` entries (default 64; 0 turns reuse off: every row encodes its whole prompt)
+of ``prefix_cache`` entries (default 32; 0 turns reuse off: every row encodes its whole prompt)
 keyed by the prefix's tokens, not the weights: a trainer that changes the weights must call
 :meth:`HFBackend.clear_prefix_cache`. An entry holds 46 KB per token on SmolLM2-135M (30 layers x
-3 KV heads x 64 dims x keys and values x 4 bytes), so 64 entries of 300 tokens hold about 0.9 GB.
+3 KV heads x 64 dims x keys and values x 4 bytes), so 32 entries of 300 tokens hold about 0.45 GB.
 ``prefixes.hits``/``prefixes.misses`` count the distinct prefixes of each call found in or added to
 the LRU, ``tokens_encoded`` the prompt tokens actually run through the model. Greedy decoding
 gave the same tokens with and without the cache on every batch tried (the logprobs differ by
@@ -41,10 +41,11 @@ length x vocabulary.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import DynamicCache
@@ -83,7 +84,9 @@ FALLBACK_TEMPLATE = (
 
 class HFBackend:
     """A transformers model directory (config, weights, tokenizer). ``prefix_cache``: how many
-    prompt prefixes' KV the LRU keeps (0: none, every prompt is encoded whole)."""
+    prompt prefixes' KV the LRU keeps (0: none, every prompt is encoded whole). ``adapter``: a
+    LoRA adapter directory trained on this model, merged into its weights at load
+    (:mod:`benchmark.llm.adapters`; one trained on another model is refused)."""
 
     def __init__(
         self,
@@ -92,26 +95,55 @@ class HFBackend:
         device: str = "cpu",
         cache: ResponseCache | None = None,
         threads: int | None = None,
-        prefix_cache: int = 64,
+        prefix_cache: int = 32,
+        adapter: str | Path | None = None,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.prefixes = PrefixKV(prefix_cache)
         path = Path(model_dir)
         if not (path / "config.json").is_file():
             raise ValueError(f"{path} is not a transformers model directory (no config.json)")
         if threads:
             torch.set_num_threads(threads)
-        self.name = name or path.name
+        name = name or path.name
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        if adapter:
+            from benchmark.llm.adapters import merge_adapter
+
+            model = merge_adapter(model, adapter, name)
+            name = f"{name}+{Path(adapter).name}"  # response-cache keys differ by adapter
+        self._setup(model.to(device).eval(), tokenizer, name, device, cache, prefix_cache)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, name: str, prefix_cache: int = 32) -> HFBackend:
+        """A backend over a model and tokenizer already loaded (a trainer's policy: they are
+        shared, not copied; call :meth:`clear_prefix_cache` after changing the weights)."""
+        backend = cls.__new__(cls)
+        if tokenizer.chat_template is None:  # the owner's tokenizer stays as it is
+            tokenizer = copy.copy(tokenizer)
+        device = next(model.parameters()).device
+        backend._setup(model, tokenizer, name, str(device), None, prefix_cache)
+        return backend
+
+    def _setup(
+        self,
+        model: Any,
+        tokenizer: Any,
+        name: str,
+        device: str,
+        cache: ResponseCache | None,
+        prefix_cache: int,
+    ) -> None:
+        self.prefixes = PrefixKV(prefix_cache)
+        self.name = name
         self.device = torch.device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer = tokenizer
         if self.tokenizer.chat_template is None:
             self.tokenizer.chat_template = FALLBACK_TEMPLATE
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
-        )
+        self.model = model
         self.cache = cache
         self.usage = Usage()
         self._grammars = None  # built on the first constrained call
