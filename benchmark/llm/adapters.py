@@ -45,6 +45,11 @@ def save_adapter(peft_model: Any, out: str | Path, base_name: str) -> Path:
     """Save the adapters of ``peft_model`` (only them) to ``out`` with the base's fingerprint."""
     out = Path(out)
     peft_model.save_pretrained(out)
+    (out / "README.md").unlink(missing_ok=True)  # peft's empty model card
+    config_file = out / "adapter_config.json"
+    config = json.loads(config_file.read_text())
+    config["base_model_name_or_path"] = base_name  # not this machine's path
+    config_file.write_text(json.dumps(config, indent=2) + "\n")
     record = {"name": base_name, "fingerprint": fingerprint(peft_model)}
     (out / BASE_FILE).write_text(json.dumps(record, indent=1) + "\n")
     return out
