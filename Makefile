@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test lint imports browser leaderboard bench rl mutation clean
+.PHONY: setup assets run test lint imports browser leaderboard bench rl train-llm mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ mutation: setup $(MUTATION_INSTALLED)
 # The CPU learning recipe (about 2 hours): SFT, then GRPO, PPO and SPPO, report and curves.
 rl: setup
 	$(BIN)/python -m baselines.rl.recipe --out outputs/rl_recipe
+
+# The embedded SmolLM2 trained for the LLM baselines (LoRA SFT, then GRPO, then a held-out
+# comparison with the base model): adapters and REPORT.md in baselines/adapters/.
+train-llm: setup
+	$(BIN)/python -m baselines.rl.llm_recipe --out outputs/llm_recipe
 
 clean:
 	rm -rf $(VENV) outputs leaderboard_data .pytest_cache .ruff_cache

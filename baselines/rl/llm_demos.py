@@ -15,6 +15,9 @@ interactions (``pickup``, ``put``, ``open``... in the order they happened, at mo
 planner's (:func:`~benchmark.decompose.build_prompt`) over the objects the team saw during the
 episode, in the order it saw them: the plan an informed planner should write. The target passes
 the plan schema the planner decodes under.
+
+``successful_only=true`` keeps only the episodes the teacher solved (the heuristic team loops in
+the episodes it fails, and a loop is not worth imitating); the others are counted as dropped.
 """
 
 from __future__ import annotations

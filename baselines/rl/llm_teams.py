@@ -83,6 +83,14 @@ class _Seeded:
     sampling: Sampling
     decisions: dict[str, list[Decision]]
 
+    def _bind(self, llm: LLM, episode_seed: int, temperature: float, top_p: float) -> None:
+        self.sampling = replace(self.sampling, temperature=temperature, top_p=top_p)
+        self.llm_backend, self.episode_seed = llm, episode_seed
+
+    def _start_record(self, agents: list[str]) -> None:
+        self.decisions = {a: [] for a in agents}
+        self.calls = 0
+
     def _next_sampling(self) -> None:
         seed = (self.episode_seed * SEED_STRIDE + self.calls) % 2**63
         self.sampling = replace(self.sampling, seed=seed)
@@ -100,17 +108,15 @@ class AgentsTrainingTeam(_Seeded, LLMAgentsTeam):
         top_p: float = 1.0,
         **kwargs: Any,
     ) -> None:
-        LLMAgentsTeam.__init__(self, llm=None, temperature=temperature, **kwargs)
-        self.sampling = replace(self.sampling, top_p=top_p)
-        self.llm_backend, self.episode_seed = llm, episode_seed
+        LLMAgentsTeam.__init__(self, llm=None, **kwargs)
+        self._bind(llm, episode_seed, temperature, top_p)
 
     def _load_llm(self) -> LLM:
         return self.llm_backend
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         super().reset(agent_ids, task_info)
-        self.decisions = {a: [] for a in agent_ids}
-        self.calls = 0
+        self._start_record(agent_ids)
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         self._next_sampling()
@@ -139,16 +145,14 @@ class PlannerTrainingTeam(_Seeded, LLMPlannerTeam):
         **kwargs: Any,
     ) -> None:
         LLMPlannerTeam.__init__(self, llm=None, **kwargs)
-        self.sampling = replace(self.sampling, temperature=temperature, top_p=top_p)
-        self.llm_backend, self.episode_seed = llm, episode_seed
+        self._bind(llm, episode_seed, temperature, top_p)
 
     def _load_llm(self) -> LLM:
         return _Recorder(self.llm_backend)
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         super().reset(agent_ids, task_info)
-        self.decisions = {PLANNER: []}
-        self.calls = 0
+        self._start_record([PLANNER])
 
     def _replan(self) -> None:
         self._next_sampling()
