@@ -139,6 +139,40 @@ def evaluate(baseline: str, adapter: str | None, args: argparse.Namespace, out: 
     return {"adapter": adapter or "base", "seconds": seconds, **row}
 
 
+def same_weights(a: str, b: str) -> bool:
+    """Whether the committed adapters ``a`` and ``b`` hold the same tensors."""
+    from safetensors.torch import load_file
+
+    x = load_file(str(ADAPTERS_DIR / a / "adapter_model.safetensors"))
+    y = load_file(str(ADAPTERS_DIR / b / "adapter_model.safetensors"))
+    return x.keys() == y.keys() and all(bool((x[k] == y[k]).all()) for k in x)
+
+
+def stage_facts(where: Path) -> dict[str, Any]:
+    """What the run directories of ``where`` say of the training stages: wall times, SFT's
+    demonstrations and loss, GRPO's steps, updates and returns."""
+    facts: dict[str, Any] = {}
+    sft_file = where / "sft" / "sft.json"
+    if sft_file.is_file():
+        sft = json.loads(sft_file.read_text())
+        facts["SFT s"] = sft["seconds"]
+        facts["SFT demonstrations"] = sft["demonstrations_used"]
+        facts["SFT loss"] = round(sft["epoch_losses"][-1], 3)
+    metrics = where / "grpo" / "metrics.jsonl"
+    if metrics.is_file():
+        steps = [json.loads(line) for line in metrics.open()]
+        train = [m for m in steps if m["kind"] == "train"]
+        if train:
+            facts["GRPO s"] = round(train[-1]["wall_s"], 1)
+            facts["GRPO steps"] = len(train)
+            facts["GRPO samples trained"] = sum(int(m.get("charts/samples", 0)) for m in train)
+            facts["GRPO rollout SR"] = round(sum(m["task/SR"] for m in train) / len(train), 3)
+            facts["GRPO return mean"] = round(
+                sum(m["charts/return_mean"] for m in train) / len(train), 3
+            )
+    return facts
+
+
 def _cell(row: dict[str, Any], name: str) -> str:
     mean = row.get(f"{name}_mean")
     if mean in (None, ""):
@@ -160,7 +194,9 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
     ]
     for baseline, res in results.items():
         lines += [f"## {baseline}", ""]
-        lines += [f"- {stage}: {sec} s" for stage, sec in res["seconds"].items()]
+        lines += [f"- {k}: {v}" for k, v in res["facts"].items()]
+        lines += [f"- eval {r['adapter']}: {r['seconds']} s" for r in res["rows"]]
+        lines += [f"- {note}" for note in res.get("notes", [])]
         lines += ["", "| model | episodes | " + " | ".join(COLUMNS) + " |"]
         lines.append("|" + "---|" * (len(COLUMNS) + 2))
         for row in res["rows"]:
@@ -190,24 +226,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = args.out.resolve()
-    results: dict[str, dict[str, Any]] = {}
+    saved = out / "results.json"
+    results: dict[str, dict[str, Any]] = json.loads(saved.read_text()) if saved.is_file() else {}
     for baseline in args.only:
         where = out / baseline
         where.mkdir(parents=True, exist_ok=True)
-        seconds: dict[str, float] = {}
         if "sft" in args.stages:
-            seconds["SFT"] = sft(baseline, args, where)
+            sft(baseline, args, where)
         if "grpo" in args.stages:
-            seconds["GRPO"] = grpo(baseline, args, where)
+            grpo(baseline, args, where)
         if "eval" not in args.stages:
             continue
         short = SHORT[baseline]
-        rows = []
+        rows, notes = [], []
         for adapter in (None, f"smollm2-{short}-sft", f"smollm2-{short}-grpo"):
-            row = evaluate(baseline, adapter, args, where)
-            seconds[f"eval {row['adapter']}"] = row["seconds"]
-            rows.append(row)
-        results[baseline] = {"seconds": seconds, "rows": rows}
+            if adapter and adapter.endswith("-grpo") and same_weights(rows[-1]["adapter"], adapter):
+                # No group of rollouts differed in return, so GRPO never updated: the same
+                # weights decode the same greedy episodes, no need to play them again.
+                notes.append(f"{adapter} holds the SFT adapter's weights (GRPO made no update)")
+                rows.append({**rows[-1], "adapter": adapter, "seconds": 0.0})
+                continue
+            rows.append(evaluate(baseline, adapter, args, where))
+        results[baseline] = {"facts": stage_facts(where), "rows": rows, "notes": notes}
         text = report(results, args)
         (out / "REPORT.md").write_text(text)
         (ADAPTERS_DIR / "REPORT.md").write_text(text)
