@@ -189,7 +189,8 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
         f"Trained on {', '.join(args.tasks)} (train-split scenes); evaluated on suite "
         f"`{args.suite}` (val-split scenes, greedy, constrained), 2 agents, comm on.",
         "SR: mean [exact 95% Clopper-Pearson interval]; other columns: episode means.",
-        f"Command: `python -m baselines.rl.llm_recipe {' '.join(sys.argv[1:])}`",
+        "Reproduce: `make train-llm` (`python -m baselines.rl.llm_recipe`, every stage; "
+        f"this invocation: `{' '.join(sys.argv[1:]) or 'defaults'}`).",
         "",
     ]
     for baseline, res in results.items():
@@ -197,6 +198,9 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
         lines += [f"- {k}: {v}" for k, v in res["facts"].items()]
         lines += [f"- eval {r['adapter']}: {r['seconds']} s" for r in res["rows"]]
         lines += [f"- {note}" for note in res.get("notes", [])]
+        if not res["rows"]:
+            lines += ["", "Not evaluated yet.", ""]
+            continue
         lines += ["", "| model | episodes | " + " | ".join(COLUMNS) + " |"]
         lines.append("|" + "---|" * (len(COLUMNS) + 2))
         for row in res["rows"]:
@@ -204,6 +208,24 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
             lines.append(f"| {row['adapter']} | {row['episodes']} | {cells} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def evaluate_all(
+    baseline: str, args: argparse.Namespace, where: Path
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The held-out rows of the base model and of both adapters, and notes on them."""
+    short = SHORT[baseline]
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for adapter in (None, f"smollm2-{short}-sft", f"smollm2-{short}-grpo"):
+        if adapter and adapter.endswith("-grpo") and same_weights(rows[-1]["adapter"], adapter):
+            # No group of rollouts differed in return, so GRPO never updated: the same weights
+            # decode the same greedy episodes, no need to play them again.
+            notes.append(f"{adapter} holds the SFT adapter's weights (GRPO made no update)")
+            rows.append({**rows[-1], "adapter": adapter, "seconds": 0.0})
+            continue
+        rows.append(evaluate(baseline, adapter, args, where))
+    return rows, notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan-episodes", type=int, default=40, help="oracle episodes")
     parser.add_argument("--max-demos", type=int, default=160, help="SFT demonstrations used")
     parser.add_argument("--sft-epochs", type=int, default=1)
-    parser.add_argument("--grpo-steps", type=int, default=3)
+    parser.add_argument("--grpo-steps", type=int, default=2)
     parser.add_argument("--seeds-per-step", type=int, default=2)
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--max-samples", type=int, default=48, help="GRPO samples per update")
@@ -226,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = args.out.resolve()
-    saved = out / "results.json"
+    # The record of every stage so far (committed beside the adapters), merged into as stages run.
+    saved = ADAPTERS_DIR / "results.json"
     results: dict[str, dict[str, Any]] = json.loads(saved.read_text()) if saved.is_file() else {}
     for baseline in args.only:
         where = out / baseline
@@ -235,23 +258,14 @@ def main(argv: list[str] | None = None) -> int:
             sft(baseline, args, where)
         if "grpo" in args.stages:
             grpo(baseline, args, where)
-        if "eval" not in args.stages:
-            continue
-        short = SHORT[baseline]
-        rows, notes = [], []
-        for adapter in (None, f"smollm2-{short}-sft", f"smollm2-{short}-grpo"):
-            if adapter and adapter.endswith("-grpo") and same_weights(rows[-1]["adapter"], adapter):
-                # No group of rollouts differed in return, so GRPO never updated: the same
-                # weights decode the same greedy episodes, no need to play them again.
-                notes.append(f"{adapter} holds the SFT adapter's weights (GRPO made no update)")
-                rows.append({**rows[-1], "adapter": adapter, "seconds": 0.0})
-                continue
-            rows.append(evaluate(baseline, adapter, args, where))
-        results[baseline] = {"facts": stage_facts(where), "rows": rows, "notes": notes}
+        entry = results.setdefault(baseline, {"facts": {}, "rows": [], "notes": []})
+        entry["facts"] = {**entry["facts"], **stage_facts(where)}
+        if "eval" in args.stages:
+            entry["rows"], entry["notes"] = evaluate_all(baseline, args, where)
+        saved.write_text(json.dumps(results, indent=1, default=str) + "\n")
         text = report(results, args)
-        (out / "REPORT.md").write_text(text)
-        (ADAPTERS_DIR / "REPORT.md").write_text(text)
-        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+        for folder in (out, ADAPTERS_DIR):
+            (folder / "REPORT.md").write_text(text)
         print(text)
     return 0
 
