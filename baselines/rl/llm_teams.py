@@ -76,19 +76,33 @@ def _decision(agent: str, turn: int, gen: Generation, action: str) -> Decision:
 
 
 class _Seeded:
-    """Per-call sampling seeds and the decisions record, shared by both teams."""
+    """What both teams add to their baseline: the policy's backend, per-call sampling seeds and
+    the decisions record (mixed in before the baseline's class)."""
 
-    llm_backend: LLM
-    episode_seed: int
     sampling: Sampling
     decisions: dict[str, list[Decision]]
 
-    def _bind(self, llm: LLM, episode_seed: int, temperature: float, top_p: float) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        episode_seed: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(llm=None, **kwargs)  # the baseline's own arguments
         self.sampling = replace(self.sampling, temperature=temperature, top_p=top_p)
         self.llm_backend, self.episode_seed = llm, episode_seed
 
-    def _start_record(self, agents: list[str]) -> None:
-        self.decisions = {a: [] for a in agents}
+    def _load_llm(self) -> LLM:
+        return self.llm_backend
+
+    def _recorded(self, agent_ids: list[str]) -> list[str]:
+        return agent_ids
+
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        super().reset(agent_ids, task_info)
+        self.decisions = {a: [] for a in self._recorded(agent_ids)}
         self.calls = 0
 
     def _next_sampling(self) -> None:
@@ -99,24 +113,6 @@ class _Seeded:
 
 class AgentsTrainingTeam(_Seeded, LLMAgentsTeam):
     """``llm_agents`` on the policy, recording every decision."""
-
-    def __init__(
-        self,
-        llm: LLM,
-        episode_seed: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        **kwargs: Any,
-    ) -> None:
-        LLMAgentsTeam.__init__(self, llm=None, **kwargs)
-        self._bind(llm, episode_seed, temperature, top_p)
-
-    def _load_llm(self) -> LLM:
-        return self.llm_backend
-
-    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        super().reset(agent_ids, task_info)
-        self._start_record(agent_ids)
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         self._next_sampling()
@@ -136,23 +132,11 @@ class AgentsTrainingTeam(_Seeded, LLMAgentsTeam):
 class PlannerTrainingTeam(_Seeded, LLMPlannerTeam):
     """``llm_planner`` on the policy, recording every plan."""
 
-    def __init__(
-        self,
-        llm: LLM,
-        episode_seed: int,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        **kwargs: Any,
-    ) -> None:
-        LLMPlannerTeam.__init__(self, llm=None, **kwargs)
-        self._bind(llm, episode_seed, temperature, top_p)
-
     def _load_llm(self) -> LLM:
         return _Recorder(self.llm_backend)
 
-    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        super().reset(agent_ids, task_info)
-        self._start_record([PLANNER])
+    def _recorded(self, agent_ids: list[str]) -> list[str]:
+        return [PLANNER]
 
     def _replan(self) -> None:
         self._next_sampling()
