@@ -93,37 +93,14 @@ class LLMPlannerTeam(Team):
         if not objects:
             return  # nothing to plan over yet: agents explore, the next decision tries again
         self.replans += 1
+        # What every way of planning reads: the LLM, the prompt, the task and the team.
+        ask = (self.llm, self.template, self.instruction, objects, self.agents, self.capabilities)
         if self.constrained and self.scoring:
-            plan = constrained_decompose(
-                self.llm,
-                self.template,
-                self.instruction,
-                objects,
-                self.agents,
-                self.capabilities,
-                self.max_subtasks,
-            )
+            plan = constrained_decompose(*ask, self.max_subtasks)
         elif self.constrained:
-            plan = grammar_decompose(
-                self.llm,
-                self.template,
-                self.instruction,
-                objects,
-                self.agents,
-                self.capabilities,
-                self.sampling,
-                self.max_subtasks,
-            )
+            plan = grammar_decompose(*ask, self.sampling, self.max_subtasks)
         else:
-            plan = decompose(
-                self.llm,
-                self.template,
-                self.instruction,
-                objects,
-                self.agents,
-                self.capabilities,
-                self.sampling,
-            )
+            plan = decompose(*ask, self.sampling)
         fallback = self.constrained and not self.scoring and not plan.constrained
         self.meter.parse(plan.ok, fallback=fallback, truncated=plan.truncated)
         self.decomposition = plan
