@@ -66,43 +66,54 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
 
 
 def llm_episode_rss(
-    task: str = "switch_off_kitchen_v0", baselines: Sequence[str] = ("llm_agents", "llm_planner")
+    task: str = "switch_off_kitchen_v0",
+    baselines: Sequence[str] = ("llm_agents", "llm_planner"),
+    batched: int = 6,
 ) -> dict[str, Any]:
-    """Peak RSS (MiB) of one smoke-suite episode of each LLM baseline, configured as
-    ``baseline=<name> llm=smollm2 suite=smoke`` would run it, each in a fresh process as a
-    runner worker (:mod:`benchmark.runner.peak_rss`: one thread each, all at once, as on that
-    many workers); the oracle's is the floor of such a process without an LLM. ``*_episode_s``:
-    the episode's wall time."""
+    """Peak RSS (MiB) of a runner worker on the smoke suite (``baseline=<name> llm=smollm2
+    suite=smoke``), each in a fresh process as a worker plays it (:mod:`benchmark.runner.peak_rss`,
+    all processes at once, as on that many workers): one episode of ``task`` for each baseline
+    (the oracle's is the floor of such a process without an LLM), and ``llm_agents`` playing the
+    first ``batched`` smoke episodes at once (``batch_episodes``). ``*_episode_s``: the (longest)
+    episode's wall time."""
     from concurrent.futures import ThreadPoolExecutor
 
     from hydra import compose, initialize_config_dir
 
-    from benchmark.paths import CONFIGS_DIR
     from benchmark.runner.app import build_jobs
     from benchmark.runner.config import register_configs
     from benchmark.runner.jobs import Job
     from benchmark.runner.peak_rss import episode_peak_rss
 
     register_configs()
-    names = ("oracle", *baselines)
-    jobs: list[Job] = []
-    for name in names:
+
+    def smoke_jobs(name: str) -> list[Job]:
         llm = "none" if name == "oracle" else "smollm2"
         overrides = [f"baseline={name}", f"llm={llm}", "suite=smoke", "output_dir=unused"]
         with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
             cfg = compose("run", overrides=[*overrides, "reference=false", "comm=[true]"])
-        matching = [j for j in build_jobs(cfg) if j.task == task]
+        return build_jobs(cfg)
+
+    names = ("oracle", *baselines)
+    runs: list[Job | list[Job]] = []
+    for name in names:
+        matching = [j for j in smoke_jobs(name) if j.task == task]
         if len(matching) != 1:
             raise ValueError(f"task {task!r}: not one episode of the smoke suite")
-        jobs += matching
-    with ThreadPoolExecutor(len(jobs)) as pool:  # threads that each wait on one process
-        measured = list(pool.map(episode_peak_rss, jobs))
+        runs += matching
+    together = smoke_jobs("llm_agents")[:batched]
+    if len(together) < batched:
+        raise ValueError(f"batched={batched}: the smoke suite has {len(together)} episodes")
+    runs.append(together)
+    with ThreadPoolExecutor(len(runs)) as pool:  # threads that each wait on one process
+        measured = list(pool.map(episode_peak_rss, runs))
     out: dict[str, Any] = {"rss_task": task}
-    for name, got in zip(names, measured, strict=True):
-        out[f"{name}_peak_rss_mb"] = got["peak_rss_mb"]
-        out[f"{name}_episode_s"] = got["episode_s"]
+    labels = [*names, f"llm_agents_batched{batched}"]
+    for label, got in zip(labels, measured, strict=True):
+        out[f"{label}_peak_rss_mb"] = got["peak_rss_mb"]
+        out[f"{label}_episode_s"] = got["episode_s"]
         if got["status"] != "ok":
-            out[f"{name}_rss_error"] = f"{got['status']}: {got['reason']}"
+            out[f"{label}_rss_error"] = f"{got['status']}: {got['reason']}"
     return out
 
 

@@ -53,3 +53,21 @@ def test_a_process_that_dies_is_reported_with_its_signal(tmp_path: Path) -> None
 def test_an_episode_that_raises_is_reported_as_an_error(tmp_path: Path) -> None:
     failed = episode_peak_rss(Job(TASK, "test", 2, 0, True, "no_such_team", {}, FULL))
     assert failed["status"] == "error" and "no_such_team" in failed["reason"], failed
+
+
+def test_episodes_played_at_once_are_measured_in_one_process(tmp_path: Path) -> None:
+    plain = Job(TASK, "test", 2, 0, True, "oracle", {}, FULL)
+    other = Job("switch_off_kitchen_v0", "test", 2, 1, True, "oracle", {}, FULL)
+    both = episode_peak_rss([plain, other])
+    assert both["status"] == "ok" and both["episode_s"] is not None, both
+    # One episode of the batch fails: the batch reports it.
+    failed = episode_peak_rss([plain, Job(TASK, "test", 2, 0, True, "no_such_team", {}, FULL)])
+    assert failed["status"] == "error" and "no_such_team" in failed["reason"], failed
+    # One of them hoards 300 MiB: the figure and the cap are the whole process's.
+    hoarding = episode_peak_rss(
+        [plain, _dying(tmp_path, how="wait", hoard_mb=300)], cap_mb=both["peak_rss_mb"] + 150
+    )
+    assert hoarding["status"] == "killed" and "cap" in hoarding["reason"], hoarding
+    assert hoarding["peak_rss_mb"] > both["peak_rss_mb"] + 150, (hoarding, both)
+    with pytest.raises(ValueError, match="no job"):
+        episode_peak_rss([])

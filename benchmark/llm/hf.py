@@ -63,6 +63,7 @@ from benchmark.llm.base import (
 )
 from benchmark.llm.cache import ResponseCache, cache_key
 from benchmark.llm.decode import decode
+from benchmark.llm.memory import release_free_memory
 from benchmark.llm.prefix_cache import (
     LayerKV,
     PrefixKV,
@@ -316,6 +317,8 @@ class HFBackend:
                 out[k] = gen
                 if self.cache is not None:
                     self.cache.put(keys[k], gen.to_json())
+            del new_tokens, logp, processor
+            release_free_memory()
         done = [g for g in out if g is not None]
         self.usage.add(done, 1000 * (time.perf_counter() - start))
         return done

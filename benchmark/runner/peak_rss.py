@@ -1,13 +1,14 @@
 """Peak resident memory of one episode, played in a fresh process as a runner worker plays it.
 
-``episode_peak_rss(job)`` starts ``python -m benchmark.runner.peak_rss``, which plays the job
-with the runner's own :func:`~benchmark.runner.jobs.run_job` (no retries) and reports its peak
-RSS (the kernel's ``VmHWM``), so the figure covers that process alone: interpreter, imports,
-model and episode. (Not ``ru_maxrss``: Linux carries the parent's peak across fork and exec
-into it.) A child that is killed cannot report: then the figure is the last ``VmHWM`` the
-parent read, at most ``poll_s`` old. Like a Ray worker of the runner (one CPU each), the
-child runs with one OpenMP thread unless ``OMP_NUM_THREADS`` is set. A watchdog kills the
-child above ``cap_mb``, so that a runaway episode cannot take a shared machine's memory. Linux.
+``episode_peak_rss(job)`` starts ``python -m benchmark.runner.peak_rss``, which plays the job with
+the runner's own :func:`~benchmark.runner.jobs.run_jobs` (no retries) and reports its peak RSS (the
+kernel's ``VmHWM``), so the figure covers that process alone: interpreter, imports, model and
+episode. A list of jobs is played as a worker plays ``batch_episodes`` of them: all at once, their
+LLM calls batched. (Not ``ru_maxrss``: Linux carries the parent's peak across fork and exec into
+it.) A child that is killed cannot report: then the figure is the last ``VmHWM`` the parent read, at
+most ``poll_s`` old. Like a Ray worker of the runner (one CPU each), the child runs with one OpenMP
+thread unless ``OMP_NUM_THREADS`` is set. A watchdog kills the child above ``cap_mb``, so that a
+runaway episode cannot take a shared machine's memory. Linux.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmark.runner.jobs import Job, run_job
+from benchmark.runner.jobs import Job, run_jobs
 
 
 def _memory_mb(pid: int | str, field: str) -> float | None:
@@ -38,15 +39,21 @@ def _memory_mb(pid: int | str, field: str) -> float | None:
     return None
 
 
-def episode_peak_rss(job: Job, cap_mb: float = 8192.0, poll_s: float = 0.2) -> dict[str, Any]:
-    """Play ``job`` in a fresh process; returns ``peak_rss_mb`` (MiB), ``wall_s`` (seconds of
-    the whole process: start-up, imports and episode), ``episode_s`` (the episode alone, when it
-    ended), ``status`` (``ok``, ``error`` or ``killed``) and ``reason`` (why, unless ok)."""
+def episode_peak_rss(
+    job: Job | list[Job], cap_mb: float = 8192.0, poll_s: float = 0.2
+) -> dict[str, Any]:
+    """Play ``job`` (or the jobs, at once) in a fresh process; returns ``peak_rss_mb`` (MiB),
+    ``wall_s`` (seconds of the whole process: start-up, imports and episodes), ``episode_s``
+    (the longest episode's, when they ended), ``status`` (``ok``, ``error`` or ``killed``: the
+    worst of them) and ``reason`` (why, unless ok)."""
+    jobs = job if isinstance(job, list) else [job]
+    if not jobs:
+        raise ValueError("episode_peak_rss: no job to play")
     env = {**os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="peak-rss") as tmp:
         job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "result.json"
-        job_path.write_text(json.dumps(asdict(job)))
+        job_path.write_text(json.dumps([asdict(j) for j in jobs]))
         start = time.perf_counter()
         # The child's output goes to stderr: a bench's stdout is its one line of figures.
         proc = subprocess.Popen(
@@ -74,33 +81,34 @@ def episode_peak_rss(job: Job, cap_mb: float = 8192.0, poll_s: float = 0.2) -> d
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         result = json.loads(out_path.read_text()) if out_path.exists() else None
-    row = result["row"] if result else None
+    rows = result["rows"] if result else None
     if result is not None:
         peak = result["peak_rss_mb"]
     out: dict[str, Any] = {
         "peak_rss_mb": None if peak is None else round(peak, 1),
         "wall_s": round(wall, 1),
-        "episode_s": row.get("wall_s") if row else None,
+        "episode_s": max((r.get("wall_s") or 0.0 for r in rows), default=None) if rows else None,
     }
     if capped:
         return {**out, "status": "killed", "reason": f"RSS above the cap of {cap_mb:.0f} MiB"}
-    if row is None:
+    if rows is None:
         code = proc.returncode
         why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
         return {**out, "status": "killed", "reason": f"the process ended with no result: {why}"}
-    if row["status"] != "ok":
-        reason = row.get("error", "").splitlines()[0] if row.get("error") else ""
-        return {**out, "status": row["status"], "reason": reason}
+    for row in rows:
+        if row["status"] != "ok":
+            reason = row.get("error", "").splitlines()[0] if row.get("error") else ""
+            return {**out, "status": row["status"], "reason": reason}
     return {**out, "status": "ok"}
 
 
 def main(argv: list[str]) -> int:
-    """Child side: play the job in ``argv[0]`` (JSON); write its row and this process's peak
-    RSS to ``argv[1]``."""
-    job = Job(**json.loads(Path(argv[0]).read_text()))
-    row = run_job(job, retries=0)["row"]
+    """Child side: play the jobs in ``argv[0]`` (a JSON list); write their rows and this
+    process's peak RSS to ``argv[1]``."""
+    jobs = [Job(**fields) for fields in json.loads(Path(argv[0]).read_text())]
+    rows = [result["row"] for result in run_jobs(jobs, retries=0)]
     peak = _memory_mb("self", "VmHWM")
-    Path(argv[1]).write_text(json.dumps({"row": row, "peak_rss_mb": peak}, default=str))
+    Path(argv[1]).write_text(json.dumps({"rows": rows, "peak_rss_mb": peak}, default=str))
     return 0
 
 
