@@ -17,13 +17,14 @@ from benchmark.sim.world import World
 
 def reachable_by_sight(world: World, index: int) -> bool:
     """Whether some standing pose on the grid sees object ``index``. Furniture never moves, so
-    its answer is cached per scene."""
+    its answer is cached per scene and sight range (Initialize can change the range)."""
     if world.specs[index].pickupable:
         return can_be_seen(world, index)
     cache = world.scene.furniture_in_sight
-    if index not in cache:
-        cache[index] = can_be_seen(world, index)
-    return cache[index]
+    key = (index, world.visibility_distance, world.fov)
+    if key not in cache:
+        cache[key] = can_be_seen(world, index)
+    return cache[key]
 
 
 def _receptacles(world: World, object_type: str, closed_only: bool) -> list[int]:
@@ -44,11 +45,13 @@ def relocate(
     rng: np.random.Generator,
     closed_only: bool = False,
     avoid: Collection[int] = (),
+    attempts: int = 1,
 ) -> bool:
     """Move object ``index`` into a random compatible receptacle from which it can be seen.
 
     ``closed_only`` hides it in an openable receptacle, which is then closed. Receptacles in
-    ``avoid`` are not used. Returns False (and leaves it in place) if no receptacle works.
+    ``avoid`` are not used. Each receptacle gets up to ``attempts`` random spots. Returns False
+    (and leaves it in place) if no receptacle works.
     """
     spec = world.specs[index]
     options = [r for r in _receptacles(world, spec.object_type, closed_only) if r not in avoid]
@@ -57,34 +60,45 @@ def relocate(
         if not reachable_by_sight(world, r):
             continue
         was_open = rstate.is_open
-        if rspec.openable:
-            world.update(r, is_open=True, openness=1.0)
-        x0, x1, _, _, z0, z1 = world.box(r)
-        ax = float(rng.uniform(x0, x1))
-        az = float(rng.uniform(z0, z1))
-        old = world.objs[index]
-        move_object(world, index, r, *placement(world, r, index, ax, az))
-        if reachable_by_sight(world, index):
-            if closed_only or (rspec.openable and not was_open):
+        for _ in range(attempts):
+            if rspec.openable:
+                world.update(r, is_open=True, openness=1.0)
+            x0, x1, _, _, z0, z1 = world.box(r)
+            ax = float(rng.uniform(x0, x1))
+            az = float(rng.uniform(z0, z1))
+            old = world.objs[index]
+            move_object(world, index, r, *placement(world, r, index, ax, az))
+            if reachable_by_sight(world, index):
+                if closed_only or (rspec.openable and not was_open):
+                    world.update(r, is_open=False, openness=0.0)
+                return True
+            move_object(world, index, old.parent, old.x, old.y, old.z)
+            if rspec.openable and not was_open:
                 world.update(r, is_open=False, openness=0.0)
-            return True
-        move_object(world, index, old.parent, old.x, old.y, old.z)
-        if rspec.openable and not was_open:
-            world.update(r, is_open=False, openness=0.0)
     return False
 
 
-def randomize(world: World, rng: np.random.Generator, keep: Collection[int] = ()) -> None:
-    """Re-place every pickupable object (except ``keep``) among compatible receptacles, in the
-    rearrangement-challenge style. Objects held inside a pickupable receptacle move with it."""
+def randomize(
+    world: World,
+    rng: np.random.Generator,
+    keep: Collection[int] = (),
+    avoid: Collection[int] = (),
+    attempts: int = 1,
+) -> int:
+    """Re-place every pickupable object (except ``keep``) among compatible receptacles (except
+    ``avoid``), in the rearrangement-challenge style; returns how many moved. An object resting
+    in a pickupable receptacle that is re-placed too moves with it. ``attempts``: random spots
+    tried per receptacle."""
+    moved = 0
     for spec in world.specs:
         k = spec.index
         if not spec.pickupable or k in keep or not world.objs[k].active:
             continue
         parent = world.objs[k].parent
-        if parent >= 0 and world.specs[parent].pickupable:
+        if parent >= 0 and world.specs[parent].pickupable and parent not in keep:
             continue
-        relocate(world, k, rng)
+        moved += relocate(world, k, rng, avoid=avoid, attempts=attempts)
+    return moved
 
 
 def switch_on(world: World, object_types: Collection[str]) -> None:
