@@ -14,7 +14,7 @@ import numpy as np
 from benchmark.goal_rules import check_clause
 from benchmark.goals import Atom, GoalError, ground_clauses, holds
 from benchmark.sim import Controller
-from benchmark.sim.arrange import randomize, reachable_by_sight, relocate, switch_on
+from benchmark.sim.arrange import randomize, reachable_by_sight, relocate, set_state, switch_on
 from benchmark.sim.world import World
 from benchmark.tasks import TaskSpec
 
@@ -57,9 +57,11 @@ def pick_scene(task: TaskSpec, seed: int, split: str | None = None) -> str:
 
 
 def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
+    """Apply the task's set-up in the order :class:`~benchmark.tasks.Setup` documents."""
     setup = task.setup
     if setup.randomize:
         randomize(world, rng)
+    set_state(world, setup.open, "openable", is_open=True, openness=1.0)
     for spec in world.specs:
         k = spec.index
         if spec.object_type in setup.hide and world.objs[k].active:
@@ -71,6 +73,7 @@ def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
             home = world.scene.initial[k].parent
             if world.objs[k].parent == home:
                 relocate(world, k, rng, avoid={home})
+    set_state(world, setup.dirty, "dirtyable", is_dirty=True)
     switch_on(world, setup.switch_on)
 
 

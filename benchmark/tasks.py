@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.goal_rules import clause_needs, clause_problem
+from benchmark.goal_rules import clause_needs, clause_problem, setup_problem, vacuous_when_absent
 from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
@@ -47,7 +47,7 @@ _TOP_FIELDS = {
     "goal",
     "description",
 }
-_SETUP_FIELDS = {"randomize", "hide", "displace", "switch_on", "heavy"}
+_SETUP_FIELDS = {"randomize", "open", "hide", "displace", "dirty", "switch_on", "heavy"}
 
 
 class TaskSpecError(ValueError):
@@ -68,15 +68,23 @@ class Setup:
 
     Attributes:
         randomize: re-place every pickupable object among compatible receptacles.
+        open: openable types opened at the start.
         hide: types put inside closed receptacles (search tasks).
         displace: types moved away from their recorded receptacle (rearrange tasks).
+        dirty: dirtyable types made dirty at the start.
         switch_on: toggleable types switched on at the start (switch-off tasks).
         heavy: types only a joint ``lift`` by two agents can pick up (heavy-lift tasks).
+
+    They apply in this order, so a receptacle something is hidden in starts closed even if
+    ``open`` names its type, and running water or heat that ``switch_on`` starts acts on what
+    ``dirty`` made dirty.
     """
 
     randomize: bool = True
+    open: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
     displace: tuple[str, ...] = ()
+    dirty: tuple[str, ...] = ()
     switch_on: tuple[str, ...] = ()
     heavy: tuple[str, ...] = ()
 
@@ -111,10 +119,14 @@ class TaskSpec:
         return [s for rt in self.room_types for s in ithor_scenes(rt)]
 
     def eligible_scenes(self, split: str | None = None) -> list[str]:
-        """Candidate scenes (optionally within a split) holding every type the goal needs: the
-        types it names, and for a type made by an action its source (and a tool if needed)."""
-        needs = [need for c in self.goal for need in clause_needs(c)]
-        needs += [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
+        """Candidate scenes (optionally within a split) where the goal has something to do.
+
+        A scene must hold every type an ``any``/``count>=k`` clause needs (for a type made by
+        an action, its source and a tool if needed), and the ``requires`` and ``heavy`` types.
+        An ``all`` clause over a type the scene lacks holds vacuously, so it needs nothing;
+        one whose subject is there needs the rest (its target, a slicing tool). At least one
+        clause must have its subject there, or the episode would have nothing to do.
+        """
         allowed = None
         if split is not None:
             splits = scene_splits()
@@ -124,8 +136,20 @@ class TaskSpec:
         return [
             s
             for s in self.candidate_scenes()
-            if (allowed is None or s in allowed) and _meets(needs, set(object_type_counts(s)))
+            if (allowed is None or s in allowed) and self._fits(set(object_type_counts(s)))
         ]
+
+    def _fits(self, present: set[str]) -> bool:
+        needs = [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
+        something = False
+        for clause in self.goal:
+            clause_has = clause_needs(clause)
+            # The first need of an 'all' clause over a type is its subject.
+            if vacuous_when_absent(clause) and not _meets(clause_has[:1], present):
+                continue
+            needs += clause_has
+            something = True
+        return something and _meets(needs, present)
 
     def capability(self, agent_index: int) -> Capability:
         """Agent i's profile (profiles repeat over the agents; none means unrestricted)."""
@@ -238,13 +262,14 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     randomize = setup_data.get("randomize", True)
     if not isinstance(randomize, bool):
         raise _fail(path, "setup.randomize", "true or false", randomize)
-    setup = Setup(
-        randomize=randomize,
-        **{
-            k: _str_list(path, f"setup.{k}", setup_data.get(k))
-            for k in _SETUP_FIELDS - {"randomize"}
-        },
-    )
+    kinds = {}
+    for key in sorted(_SETUP_FIELDS - {"randomize"}):
+        kinds[key] = _str_list(path, f"setup.{key}", setup_data.get(key))
+        for kind in kinds[key]:
+            problem = setup_problem(key, kind)
+            if problem is not None:
+                raise _fail(path, f"setup.{key}", f"object types it can act on: {problem}", kind)
+    setup = Setup(randomize=randomize, **kinds)
     goal_data = data.get("goal")
     if not isinstance(goal_data, list) or not goal_data:
         raise _fail(

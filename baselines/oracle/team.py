@@ -10,7 +10,10 @@ It reads the episode's scoring state through the read-only privileged view
 (:class:`~benchmark.env.views.PrivilegedView`: checklist, satisfied atoms, heavy objects,
 capabilities and a world snapshot at every decision), never the environment. A step that failed
 for a reason that cannot change is never issued again: when an atom's recipe comes back to it,
-the atom is given up.
+the atom is given up. An atom it has no way to pursue at all (no skill brings it about, or
+nothing in the scene lets its recipe reach it) raises
+:class:`~baselines.goal_routes.UnpursuableGoal` naming the atom, rather than waiting out the
+episode.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ class OracleTeam(Team):
         self.assigned: dict[int, list[int]] = {}  # atom -> agents
         self.queue: list[list[int]] = [[] for _ in agent_ids]
         self.failures: dict[tuple[int, int], int] = {}
-        self.recipes = Recipes(self.world, self.heavy)
+        self.recipes = Recipes(self.world, self.heavy, self.checklist)
         self.dropped: set[int] = set()
         self.working: dict[int, int] = {}  # agent -> the atom its last step was for
         self.last_step: dict[int, tuple[str, int]] = {}  # agent -> (its last step, what it held)
@@ -107,7 +110,8 @@ class OracleTeam(Team):
         world = self.world
         needs = {
             "inside": {"pickup", "put"},
-            "isToggled": {"toggle_on", "toggle_off"},
+            "isToggled": {"toggle_on" if atom.value else "toggle_off"},
+            "isOpen": {"open" if atom.value else "close"},
             "isSliced": {"pickup", "slice"},
         }.get(atom.predicate, {"pickup", "put", "toggle_on"})
         if self._heavy(atom):
@@ -116,7 +120,7 @@ class OracleTeam(Team):
         target = world.index_of.get(atom.target or "", -1)
         if (
             (subject >= 0 and world.enclosed(subject))
-            or atom.predicate != "inside"
+            or atom.predicate not in ("inside", "isToggled", "isOpen")
             or (target >= 0 and world.specs[target].openable)
             or (target < 0 and any(s.openable for s in world.specs if s.object_type == atom.target))
         ):

@@ -1,4 +1,5 @@
-"""Episode set-up on a fresh world: re-placing objects, hiding them, switching things on.
+"""Episode set-up on a fresh world: re-placing objects, hiding them, setting states (open,
+dirty), switching things on.
 
 Everything draws from the caller's ``np.random.Generator``, so a seed fixes the layout.
 """
@@ -6,6 +7,7 @@ Everything draws from the caller's ``np.random.Generator``, so a seed fixes the 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +101,15 @@ def randomize(
             continue
         moved += relocate(world, k, rng, avoid=avoid, attempts=attempts)
     return moved
+
+
+def set_state(world: World, object_types: Collection[str], capability: str, **state: Any) -> None:
+    """Set ``state`` (ObjState fields) on every active object of the given types that has
+    ``capability`` (an ObjectSpec flag): opening cabinets, making bowls dirty."""
+    for spec in world.specs:
+        active = world.objs[spec.index].active
+        if active and spec.object_type in object_types and getattr(spec, capability):
+            world.update(spec.index, **state)
 
 
 def switch_on(world: World, object_types: Collection[str]) -> None:
