@@ -30,6 +30,14 @@ from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
 from benchmark.sim.scene import object_type_counts
 from benchmark.skill_names import SKILLS
+from benchmark.task_parts import (
+    PartError,
+    Placement,
+    Source,
+    parse_place,
+    parse_scene_goals,
+    parse_source,
+)
 
 FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch-off")
 AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
@@ -45,9 +53,11 @@ _TOP_FIELDS = {
     "limits",
     "setup",
     "goal",
+    "scene_goals",
+    "source",
     "description",
 }
-_SETUP_FIELDS = {"randomize", "open", "hide", "displace", "dirty", "switch_on", "heavy"}
+_SETUP_FIELDS = {"randomize", "place", "open", "hide", "displace", "dirty", "switch_on", "heavy"}
 
 
 class TaskSpecError(ValueError):
@@ -68,6 +78,7 @@ class Setup:
 
     Attributes:
         randomize: re-place every pickupable object among compatible receptacles.
+        place: floor plan -> objects put at recorded points there (PlaceObjectAtPoint), in order.
         open: openable types opened at the start.
         hide: types put inside closed receptacles (search tasks).
         displace: types moved away from their recorded receptacle (rearrange tasks).
@@ -77,10 +88,11 @@ class Setup:
 
     They apply in this order, so a receptacle something is hidden in starts closed even if
     ``open`` names its type, and running water or heat that ``switch_on`` starts acts on what
-    ``dirty`` made dirty.
+    ``dirty`` made dirty. Placements apply right after ``randomize``.
     """
 
     randomize: bool = True
+    place: dict[str, tuple[Placement, ...]] = field(default_factory=dict)
     open: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
     displace: tuple[str, ...] = ()
@@ -106,12 +118,18 @@ class TaskSpec:
     setup: Setup
     goal: tuple[Clause, ...]
     requires: tuple[str, ...] = ()
+    scene_goals: dict[str, tuple[Clause, ...]] = field(default_factory=dict)
+    source: Source | None = None
     path: str = field(default="", compare=False)  # the file it was loaded from
     sha256: str = field(default="", compare=False)  # SHA-256 of that file's content
 
     @property
     def version(self) -> int:
         return int(self.id.rsplit("_v", 1)[1])
+
+    def goal_for(self, scene: str) -> tuple[Clause, ...]:
+        """The goal on ``scene``: the clauses of every scene, then that floor plan's own."""
+        return self.goal + self.scene_goals.get(scene, ())
 
     def candidate_scenes(self) -> list[str]:
         if self.scene_list:
@@ -136,13 +154,13 @@ class TaskSpec:
         return [
             s
             for s in self.candidate_scenes()
-            if (allowed is None or s in allowed) and self._fits(set(object_type_counts(s)))
+            if (allowed is None or s in allowed) and self._fits(s, set(object_type_counts(s)))
         ]
 
-    def _fits(self, present: set[str]) -> bool:
+    def _fits(self, scene: str, present: set[str]) -> bool:
         needs = [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
         something = False
-        for clause in self.goal:
+        for clause in self.goal_for(scene):
             clause_has = clause_needs(clause)
             # The first need of an 'all' clause over a type is its subject.
             if vacuous_when_absent(clause) and not _meets(clause_has[:1], present):
@@ -262,16 +280,26 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     randomize = setup_data.get("randomize", True)
     if not isinstance(randomize, bool):
         raise _fail(path, "setup.randomize", "true or false", randomize)
+    candidates = (
+        list(scene_list) if scene_list else [s for rt in room_types for s in ithor_scenes(rt)]
+    )
+    try:
+        place = parse_place(setup_data.get("place"), candidates)
+        scene_goals = parse_scene_goals(data.get("scene_goals"), candidates)
+        source = parse_source(data.get("source"))
+    except PartError as err:
+        raise _fail(path, err.field, err.expected, err.got) from err
     kinds = {}
-    for key in sorted(_SETUP_FIELDS - {"randomize"}):
+    for key in sorted(_SETUP_FIELDS - {"randomize", "place"}):
         kinds[key] = _str_list(path, f"setup.{key}", setup_data.get(key))
         for kind in kinds[key]:
             problem = setup_problem(key, kind)
             if problem is not None:
                 raise _fail(path, f"setup.{key}", f"object types it can act on: {problem}", kind)
-    setup = Setup(randomize=randomize, **kinds)
-    goal_data = data.get("goal")
-    if not isinstance(goal_data, list) or not goal_data:
+    setup = Setup(randomize=randomize, place=place, **kinds)
+    goal_data = data.get("goal", [])
+    # The goal may be left empty when every scene has goal clauses of its own.
+    if not isinstance(goal_data, list) or not (goal_data or set(candidates) <= set(scene_goals)):
         raise _fail(
             path, "goal", "a non-empty list of clauses like 'all: inside(Apple, Fridge)'", goal_data
         )
@@ -300,6 +328,8 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         setup=setup,
         goal=tuple(goal),
         requires=requires,
+        scene_goals=scene_goals,
+        source=source,
         path=str(path),
     )
 
@@ -327,13 +357,16 @@ def load_task_file(path: str | os.PathLike[str], sha256: str | None = None) -> T
 
 @cache
 def task_registry(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
-    """Every task under ``root``, by id. Family folders must match the tasks' families."""
+    """Every task under ``root``, by id. A task lives in the folder of its family, or in the
+    collection folder of the suite its ``source`` names (``tasks/mapthor/``)."""
     out: dict[str, TaskSpec] = {}
     for path in sorted(root.glob("*/*.yaml")):
         spec = load_task_file(path)
-        if path.parent.name != spec.family:
+        folder = path.parent.name
+        if folder != spec.family and (spec.source is None or folder != spec.source.suite):
             raise TaskSpecError(
-                f"{path}: field 'family': expected the folder name {path.parent.name!r}"
+                f"{path}: field 'family': expected the folder name {folder!r} (or a "
+                f"'source' whose suite is {folder!r}, for a suite's collection folder)"
             )
         if spec.id in out:
             raise TaskSpecError(f"{path}: field 'id': {spec.id!r} is defined twice")

@@ -23,7 +23,7 @@ from typing import Any
 from baselines.oracle.recipes import Recipes
 from benchmark.agents import Team
 from benchmark.env.views import PrivilegedView, TaskInfo
-from benchmark.goals import Atom
+from benchmark.goals import Atom, matches
 from benchmark.sim.world import World
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
@@ -174,9 +174,11 @@ class OracleTeam(Team):
         cannot = self.view.cannot[k]
         self.working.pop(k, None)
         while self.queue[k]:
-            i = self.queue[k][0]
+            i = next((j for j in self.queue[k] if not self._closes_too_soon(j)), -1)
+            if i < 0:
+                return self._make_room(k)
             if self.satisfied[i]:
-                self.queue[k].pop(0)
+                self.queue[k].remove(i)
                 continue
             step = self.recipes.step(k, self.checklist[i], self.assigned.get(i, [k]), deciding)
             if step is not None and step.split()[0] in cannot:
@@ -194,6 +196,24 @@ class OracleTeam(Team):
         if all(self.satisfied):
             return "done"
         return self._make_room(k)
+
+    def _closes_too_soon(self, i: int) -> bool:
+        """Whether atom ``i`` closes a receptacle that another atom still to be done puts
+        something in (closing the fridge while a teammate carries food to it would shut it
+        in front of them, again and again)."""
+        atom = self.checklist[i]
+        index = self.world.index_of.get(atom.subject, -1)
+        if atom.predicate != "isOpen" or atom.value or index < 0:
+            return False
+        return any(
+            not done
+            and j not in self.dropped
+            and other.predicate == "inside"
+            and other.value
+            and other.target is not None
+            and matches(self.world, index, other.target)
+            for j, (other, done) in enumerate(zip(self.checklist, self.satisfied, strict=True))
+        )
 
     def _hand_back(self, k: int, i: int) -> None:
         """Agent ``k`` cannot do atom ``i``: give it to the others."""

@@ -34,9 +34,16 @@ def _as_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list | tuple) or OmegaConf.is_list(value) else [value]
 
 
+def _entry_env(entry: Any) -> dict[str, Any]:
+    """A suite entry's own env options (none for entries written before the field existed)."""
+    env = entry.get("env")
+    return dict(OmegaConf.to_container(env)) if env else {}
+
+
 def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
-    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds, or the
-    episodes of the challenge file ``cfg.challenge``."""
+    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds (on
+    each of an entry's pinned ``scenes``, if it lists any), or the episodes of the challenge
+    file ``cfg.challenge``."""
     sizes_of = {e.task: _as_list(cfg.n_agents) or list(e.n_agents) for e in cfg.suite.entries}
     if not cfg.challenge:
         cells = []
@@ -47,7 +54,8 @@ def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
                     f"suite {cfg.suite.name!r} entry {entry.task}: no seeds; the seeds of this "
                     "suite are hidden: run a challenge (challenge=<challenge file>)"
                 )
-            cells += [(entry, int(s), sizes_of[entry.task], None) for s in seeds]
+            scenes = list(entry.get("scenes") or []) or [None]
+            cells += [(entry, int(s), sizes_of[entry.task], sc) for sc in scenes for s in seeds]
         return cells
     challenge = load_challenge(cfg.challenge)
     if (challenge.suite, challenge.suite_version) != (cfg.suite.name, cfg.suite.version):
@@ -74,14 +82,20 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
     if not cfg.suite.entries:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
     baseline = cfg.baseline
+    # An entry's own env options (a task's instruction level) yield to the team's and the run's.
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
     if cfg.challenge:
         env_options["challenge"] = load_challenge(cfg.challenge).id
     team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
     tasks = {e.task: resolve_task(e.task) for e in cfg.suite.entries}
     cells = _cells(cfg)
-    for entry, _, sizes, _ in cells:
+    for entry, _, sizes, scene in cells:
         task = tasks[entry.task]
+        if scene is not None and scene not in task.candidate_scenes():
+            raise ValueError(
+                f"suite entry {entry.task}: scene {scene!r} is not among the task's scenes "
+                f"{task.candidate_scenes()}"
+            )
         for n in sizes:
             if not task.min_agents <= n <= task.max_agents:
                 raise ValueError(
@@ -100,7 +114,7 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                 "comm": bool(comm),
                 "baseline": baseline.name,
                 "team_kwargs": team_kwargs,
-                "env_options": env_options,
+                "env_options": {**_entry_env(entry), **env_options},
                 "task_file": source["path"],
                 "task_sha256": source["sha256"],
                 "scene": scene,
@@ -132,8 +146,11 @@ def _check_task_files(jobs: list[Job], rows: list[dict[str, Any]]) -> None:
 
 def _summary_table(table: list[dict[str, Any]]) -> Table:
     out = Table(title="Results (mean [95% CI])")
-    for col in ("baseline", "comm", "n", "family", "eps", "err", "SR", "TR", "B", "L", "speedup"):
-        out.add_column(col)
+    levels = any("level" in rec for rec in table)
+    for col in ("baseline", "comm", "n", "family", "level", "eps", "err", "SR", "TR", "B", "L"):
+        if col != "level" or levels:
+            out.add_column(col)
+    out.add_column("speedup")
 
     def fmt(cell: dict[str, Any]) -> str:
         if cell["mean"] is None:
@@ -146,6 +163,7 @@ def _summary_table(table: list[dict[str, Any]]) -> Table:
             "on" if rec["comm"] else "off",
             str(rec["n_agents"]),
             rec["family"],
+            *([str(rec["level"])] if levels else []),
             str(rec["episodes"]),
             str(rec["errors"]),
             fmt(rec["SR"]),

@@ -1,17 +1,18 @@
-"""Episode set-up on a fresh world: re-placing objects, hiding them, setting states (open,
-dirty), switching things on.
+"""Episode set-up on a fresh world: re-placing objects, putting them at recorded points,
+hiding them, setting states (open, dirty), switching things on.
 
 Everything draws from the caller's ``np.random.Generator``, so a seed fixes the layout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 
 from benchmark.sim.interaction import move_object, placement
+from benchmark.sim.placing import place_object_at_point
 from benchmark.sim.planning import can_be_seen
 from benchmark.sim.state_changes import settle
 from benchmark.sim.world import World
@@ -101,6 +102,33 @@ def randomize(
             continue
         moved += relocate(world, k, rng, avoid=avoid, attempts=attempts)
     return moved
+
+
+def place_at_points(
+    world: World, placements: Sequence[tuple[str, tuple[float, float, float]]]
+) -> str | None:
+    """Put objects at points with AI2-THOR's PlaceObjectAtPoint, in order: each ``(object,
+    (x, y, z))`` names an objectId, or a type the scene holds exactly one active object of.
+    Returns why the first one that fails failed (naming the object, the point and the
+    simulator's message), or None when all succeed."""
+    for ref, (x, y, z) in placements:
+        if "|" in ref:
+            object_id = ref
+        else:
+            ids = [
+                s.object_id
+                for s in world.specs
+                if s.object_type == ref and world.objs[s.index].active
+            ]
+            if len(ids) != 1:
+                return f"PlaceObjectAtPoint {ref}: {world.scene.name} holds {len(ids)}, not one"
+            object_id = ids[0]
+        result = place_object_at_point(
+            world, 0, "PlaceObjectAtPoint", object_id, {"x": x, "y": y, "z": z}
+        )
+        if not result.success:
+            return f"PlaceObjectAtPoint {object_id} at ({x}, {y}, {z}) failed: {result.error}"
+    return None
 
 
 def set_state(world: World, object_types: Collection[str], capability: str, **state: Any) -> None:
