@@ -34,12 +34,6 @@ def _as_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list | tuple) or OmegaConf.is_list(value) else [value]
 
 
-def _entry_env(entry: Any) -> dict[str, Any]:
-    """A suite entry's own env options (none for entries written before the field existed)."""
-    env = entry.get("env")
-    return dict(OmegaConf.to_container(env)) if env else {}
-
-
 def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
     """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds (on
     each of an entry's pinned ``scenes``, if it lists any), or the episodes of the challenge
@@ -82,7 +76,6 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
     if not cfg.suite.entries:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
     baseline = cfg.baseline
-    # An entry's own env options (a task's instruction level) yield to the team's and the run's.
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
     if cfg.challenge:
         env_options["challenge"] = load_challenge(cfg.challenge).id
@@ -114,7 +107,7 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                 "comm": bool(comm),
                 "baseline": baseline.name,
                 "team_kwargs": team_kwargs,
-                "env_options": {**_entry_env(entry), **env_options},
+                "env_options": env_options,
                 "task_file": source["path"],
                 "task_sha256": source["sha256"],
                 "scene": scene,

@@ -15,7 +15,6 @@ class SuiteEntry:
     n_agents: list[int] = field(default_factory=lambda: [2])  # team sizes to run
     seeds: list[int] = field(default_factory=lambda: [0])  # episode seeds
     scenes: list[str] = field(default_factory=list)  # pin floor plans: each seed on each of them
-    env: dict[str, Any] = field(default_factory=dict)  # env options of this entry (ambiguity...)
 
 
 @dataclass
