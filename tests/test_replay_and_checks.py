@@ -13,7 +13,6 @@ from benchmark.env import make_env
 from benchmark.tasks import task_registry
 from benchmark.testing import EnvCheckError, check_env, check_observations_in_spaces, random_rollout
 
-
 # The benchmark's own tasks (imported suites' tasks replay in their own tests).
 NATIVE = sorted(t.id for t in task_registry().values() if t.source is None)
 
