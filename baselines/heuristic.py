@@ -3,16 +3,23 @@
 Each agent sees only its own observations and the messages it receives. It reads the task's
 goal clauses (public task information), remembers what it has seen, and:
 
-* works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone:
-  fetches them to their receptacle, switches them, or slices them with a knife it fetches first;
-  a goal on objects that only slicing makes (``inside(TomatoSliced, Plate)``) starts by slicing
-  their source;
+* works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone,
+  for every predicate of the goal language (:mod:`baselines.heuristic_goals`): fetches them to
+  their receptacle or out of it, switches, opens or closes them, slices them with a knife it
+  fetches first, cooks them in a heat source, washes or fills them under a running faucet,
+  brews coffee; a goal on objects that only slicing makes (``inside(TomatoSliced, Plate)``)
+  starts by slicing their source; an ``any``/``count>=k`` clause is left alone once it has
+  seen enough objects satisfy it;
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
 * otherwise opens closed containers it has not searched, closes them again once nothing wanted
-  is left inside (a tidy housemate), and explores;
+  is left inside (a tidy housemate) unless a goal wants them open, and explores;
 * never repeats an action that failed for a reason that cannot change (the observation's
-  ``failure.permanent``): it leaves that object alone instead.
+  ``failure.permanent``): it leaves that object alone instead;
+* raises :class:`~baselines.goal_routes.UnpursuableGoal` when it sees an object of an ``all``
+  (or objectId) clause whose state no skill brings about (``isDirty(Bowl)=true`` on a clean
+  bowl). For ``any``/``count>=k`` clauses of that kind it only looks: objects it has not seen
+  may satisfy them.
 
 With communication off the same agents duplicate searches and chase the same objects, which is
 what the comm-ablation measures.
@@ -24,9 +31,11 @@ import re
 from collections import deque
 from typing import Any
 
+from baselines.goal_routes import BASINS, no_route, unpursuable
+from baselines.heuristic_goals import CARRIED, about, names, places, satisfied, verb
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
-from benchmark.goals import HOME, Clause, parse_clause
+from benchmark.goals import HOME, Atom, Clause, parse_clause
 from benchmark.sim.catalog import type_of_id as _type
 from benchmark.sim.facts import object_facts
 
@@ -71,7 +80,8 @@ class HeuristicAgent:
         self.last_action = ""  # its last action, without the message
         self.futile: set[tuple[str, str]] = set()  # (action, what it held) that cannot work
         self.avoid: set[str] = set()  # objects such an action was about
-        facts = object_facts()
+        self.tried: dict[str, set[str]] = {}  # object -> faucets switched on to wash/fill it
+        self.facts = facts = object_facts()
         self.tools = facts.slicing_tools
         self.makes: dict[str, str] = {  # source type -> the derived type a goal wants
             way.source: _type(c.subject)
@@ -79,6 +89,15 @@ class HeuristicAgent:
             for way in facts.derivations(_type(c.subject))
             if way.action == "SliceObject"
         }
+        # Appliances a goal needs (heat sources, basins and their faucets, coffee machines).
+        self.appliances = {
+            kind
+            for c in goal
+            if verb(c) in ("cook", "wash", "fill")
+            for kind in places(c, _type(c.subject), facts)
+        }
+        if self.appliances & set(BASINS):
+            self.appliances.add("Faucet")
 
     # ------------------------------------------------------------------ perception
     def observe(self, obs: dict[str, Any]) -> None:
@@ -134,7 +153,7 @@ class HeuristicAgent:
 
     # ------------------------------------------------------------------ goal reading
     def _wanted(self, oid: str) -> bool:
-        return any(self._clause_for(c, oid) for c in self.goal)
+        return any(about(c, oid) for c in self.goal)
 
     def _ingredient(self, oid: str) -> bool:
         """Whether ``oid`` is a source of pieces a goal wants, or a knife a goal needs."""
@@ -142,32 +161,11 @@ class HeuristicAgent:
         return _type(oid) in self.makes or (slicing and _type(oid) in self.tools)
 
     def _destination(self, oid: str) -> bool:
-        """Whether ``oid`` is where a goal wants things put (worth telling the others about)."""
-        return any(
-            c.predicate == "inside"
-            and c.target not in (None, HOME)
-            and (oid == c.target or _type(oid) == c.target)
-            for c in self.goal
-        )
-
-    @staticmethod
-    def _clause_for(c: Clause, oid: str) -> bool:
-        return oid == c.subject if "|" in c.subject else _type(oid) == c.subject
-
-    def _satisfied(self, c: Clause, oid: str) -> bool:
-        entry = self.seen.get(oid, {})
-        if c.predicate == "inside":
-            parent = entry.get("in", "")
-            return (
-                bool(parent)
-                and c.target not in (None, HOME)
-                and (parent == c.target or _type(parent) == c.target)
-            )
-        if c.predicate == "isToggled":
-            return ("on" in entry.get("state", "").split(", ")) == c.value
-        if c.predicate == "isSliced":
-            return "sliced" in entry.get("state", "")
-        return False
+        """Whether ``oid`` is where a goal wants things put, or an appliance a goal needs
+        (worth telling the others about)."""
+        if _type(oid) in self.appliances:
+            return True
+        return any(c.predicate == "inside" and c.value and names(c.target, oid) for c in self.goal)
 
     def _free(self, oid: str, holding: str) -> bool:
         """Whether it may work on ``oid``: not given up, not claimed by another, not in hand."""
@@ -175,18 +173,33 @@ class HeuristicAgent:
             return False
         return self.claims.get(oid, self.name) == self.name and oid != holding
 
+    def _enough(self, c: Clause) -> bool:
+        """Whether an ``any``/``count>=k`` clause holds for the objects it has seen."""
+        if c.quantifier == "all":
+            return False
+        done = sum(1 for oid, e in self.seen.items() if about(c, oid) and satisfied(c, e))
+        return done >= max(1, c.count)
+
     def _todo(self, holding: str) -> list[tuple[Clause, str, str]]:
-        """(clause, object, verb) it could work on; verb is take, toggle or slice. Without a
-        known piece to take, a goal on pieces (TomatoSliced) slices a known source."""
+        """(clause, object, verb) it could work on (verbs: :mod:`baselines.heuristic_goals`).
+        Without a known piece to take, a goal on pieces (TomatoSliced) slices a known source.
+        Raises UnpursuableGoal on an ``all`` clause's object whose state no skill brings
+        about."""
         out = []
         for c in self.goal:
-            if c.target == HOME:
+            if c.target == HOME or self._enough(c):
                 continue
-            verb = {"isSliced": "slice", "isToggled": "toggle"}.get(c.predicate, "take")
+            v = verb(c)
             pieces = [
-                oid for oid in self.seen if self._clause_for(c, oid) and not self._satisfied(c, oid)
+                oid for oid in self.seen if about(c, oid) and not satisfied(c, self.seen[oid])
             ]
-            out += [(c, oid, verb) for oid in pieces if self._free(oid, holding)]
+            if v is None:
+                if pieces and c.quantifier == "all":
+                    key = Atom(c.predicate, pieces[0], c.target, c.value).key
+                    why = no_route(c.predicate, c.value, c.target) or ""
+                    raise unpursuable("heuristic", key, why)
+                continue
+            out += [(c, oid, v) for oid in pieces if self._free(oid, holding)]
             if pieces or _type(c.subject) not in self.makes.values():
                 continue
             out += [
@@ -230,27 +243,31 @@ class HeuristicAgent:
             return tidy
         todo = sorted(self._todo(holding), key=lambda t: (t[1] not in visible, t[1]))
         knife = _type(holding) in self.tools
-        if holding and not (knife and any(verb == "slice" for _, _, verb in todo)):
+        if holding and not (knife and any(v == "slice" for _, _, v in todo)):
             return self._deliver(holding, visible)
-        for c, oid, verb in todo:
-            if holding and verb != "slice":  # a knife in hand is for slicing
+        for c, oid, v in todo:
+            if holding and v != "slice":  # a knife in hand is for slicing
                 continue
             if self.mine != oid:
                 self.mine = oid
                 self.claims[oid] = self.name
                 self.claimed_at[oid] = self.tick
                 self.outbox.appendleft(f"claim {oid}")
-            return self._work_on(c, oid, verb, visible, knife)
+            return self._work_on(c, oid, v, visible, knife)
         self.mine = None
         return self._search(visible)
 
     def _tidy(self, visible: dict[str, dict[str, Any]]) -> str | None:
-        """Close a container it searched once nothing anyone wants is left inside."""
+        """Close a container it searched once nothing anyone wants is left inside, unless a
+        goal wants it open."""
         for container in sorted(self.to_close):
             entry = visible.get(container)
             if entry is None or "open" not in entry["state"].split(", "):
                 if entry is not None:
                     self.to_close.discard(container)
+                continue
+            if any(c.predicate == "isOpen" and c.value and about(c, container) for c in self.goal):
+                self.to_close.discard(container)
                 continue
             inside = [o for o, e in visible.items() if e["in"] == container]
             if any(self._wanted(o) or self._destination(o) for o in inside):
@@ -260,16 +277,63 @@ class HeuristicAgent:
         return None
 
     def _work_on(
-        self, c: Clause, oid: str, verb: str, visible: dict[str, dict[str, Any]], knife: bool
+        self, c: Clause, oid: str, v: str, visible: dict[str, dict[str, Any]], knife: bool
     ) -> str:
-        if verb == "slice" and not knife:
+        if v == "slice" and not knife:
             return self._fetch_tool(visible)
+        if v in ("cook", "wash", "fill"):
+            step = self._switch_on(c, oid, visible)
+            if step is not None:
+                return step
         step = self._reach(oid, visible)
         if step is not None:
             return step
-        if verb == "toggle":
+        if v == "toggle":
             return f"{'toggle_on' if c.value else 'toggle_off'} {oid}"
-        return f"slice {oid}" if verb == "slice" else f"pickup {oid}"
+        if v == "open":
+            return f"{'open' if c.value else 'close'} {oid}"
+        return f"slice {oid}" if v == "slice" else f"pickup {oid}"
+
+    def _switch_on(self, c: Clause, oid: str, visible: dict[str, dict[str, Any]]) -> str | None:
+        """With ``oid`` in an appliance the clause needs, a step towards switching that on: the
+        heat source or coffee machine itself, or for a basin the nearest faucet not tried yet
+        for it. None when it is not in one."""
+        where = self.seen[oid].get("in", "")
+        if not where or _type(where) not in places(c, _type(oid), self.facts):
+            return None
+        if _type(where) not in BASINS:
+            if "on" in self.seen.get(where, {}).get("state", "").split(", "):
+                if oid not in visible:  # look at it: switching on may have done it
+                    return f"navigate {oid}"
+                self.avoid.add(oid)  # on, and it did not work: nothing more to try
+                return "explore"
+            return f"toggle_on {where}" if where in visible else f"navigate {where}"
+        tried = self.tried.setdefault(oid, set())
+        if tried and oid not in visible:  # look at it: the water may have reached it
+            return f"navigate {oid}"
+        faucets = [
+            f
+            for f, e in self.seen.items()
+            if e["objectType"] == "Faucet" and f not in tried and f not in self.avoid
+        ]
+        if not faucets:  # look for one; give up once every faucet it knows was tried
+            if tried:
+                self.avoid.add(oid)
+            return "explore"
+        faucet = min(
+            faucets,
+            key=lambda f: (
+                f not in visible,
+                float(visible[f]["distance"]) if f in visible else 0,
+                f,
+            ),
+        )
+        if faucet not in visible:
+            return f"navigate {faucet}"
+        tried.add(faucet)
+        if "on" in self.seen[faucet].get("state", "").split(", "):
+            return self._switch_on(c, oid, visible)  # running, and it did not work: another
+        return f"toggle_on {faucet}"
 
     def _reach(self, oid: str, visible: dict[str, dict[str, Any]]) -> str | None:
         """A step towards having ``oid`` in view (opening what it is in), or None."""
@@ -291,14 +355,27 @@ class HeuristicAgent:
         return self._reach(tool, visible) or f"pickup {tool}"
 
     def _deliver(self, holding: str, visible: dict[str, dict[str, Any]]) -> str:
+        """A step towards putting down what it holds: where the clause it was fetched for
+        wants it (a receptacle, a heat source, a basin), else on a surface in view where no
+        ``inside(...)=false`` clause forbids it."""
         clause = next(
-            (c for c in self.goal if self._clause_for(c, holding) and c.predicate == "inside"), None
+            (
+                c
+                for c in self.goal
+                if about(c, holding)
+                and verb(c) in CARRIED
+                and verb(c) != "remove"
+                and c.target != HOME
+                and not satisfied(c, self.seen.get(holding, {}))
+            ),
+            None,
         )
-        if clause is not None and clause.target not in (None, HOME):
+        kinds = places(clause, _type(holding), self.facts) if clause is not None else ()
+        if clause is not None and kinds:
             targets = [
                 oid
                 for oid in self.seen
-                if (oid == clause.target or _type(oid) == clause.target) and oid not in self.avoid
+                if any(names(kind, oid) for kind in kinds) and oid not in self.avoid
             ]
             for oid in sorted(targets, key=lambda o: o not in visible):
                 step = self._reach(oid, visible)  # a plate in a closed cabinet: open it first
@@ -306,10 +383,22 @@ class HeuristicAgent:
                     return step
                 if "closed" in self.seen[oid].get("state", ""):
                     return f"open {oid}"
-                self.outbox.append(f"done {holding}")
+                if clause.predicate == "inside":
+                    self.outbox.append(f"done {holding}")
                 return f"put {oid}"
             return "explore"
-        surfaces = [oid for oid, o in visible.items() if o["objectType"] in SURFACES]
+        surfaces = [
+            oid
+            for oid, o in visible.items()
+            if o["objectType"] in SURFACES
+            and not any(
+                c.predicate == "inside"
+                and not c.value
+                and about(c, holding)
+                and names(c.target, oid)
+                for c in self.goal
+            )
+        ]
         return f"put {surfaces[0]}" if surfaces else "explore"
 
     def _search(self, visible: dict[str, dict[str, Any]]) -> str:

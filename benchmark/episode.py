@@ -14,7 +14,14 @@ import numpy as np
 from benchmark.goal_rules import check_clause
 from benchmark.goals import Atom, GoalError, ground_clauses, holds
 from benchmark.sim import Controller
-from benchmark.sim.arrange import randomize, reachable_by_sight, relocate, switch_on
+from benchmark.sim.arrange import (
+    place_at_points,
+    randomize,
+    reachable_by_sight,
+    relocate,
+    set_state,
+    switch_on,
+)
 from benchmark.sim.world import World
 from benchmark.tasks import TaskSpec
 
@@ -57,9 +64,15 @@ def pick_scene(task: TaskSpec, seed: int, split: str | None = None) -> str:
 
 
 def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
+    """Apply the task's set-up in the order :class:`~benchmark.tasks.Setup` documents."""
     setup = task.setup
     if setup.randomize:
         randomize(world, rng)
+    placements = setup.place.get(world.scene.name, ())
+    problem = place_at_points(world, [(p.object, p.position) for p in placements])
+    if problem is not None:
+        raise GoalError(f"setup.place.{world.scene.name}: {problem}")
+    set_state(world, setup.open, "openable", is_open=True, openness=1.0)
     for spec in world.specs:
         k = spec.index
         if spec.object_type in setup.hide and world.objs[k].active:
@@ -71,6 +84,7 @@ def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
             home = world.scene.initial[k].parent
             if world.objs[k].parent == home:
                 relocate(world, k, rng, avoid={home})
+    set_state(world, setup.dirty, "dirtyable", is_dirty=True)
     switch_on(world, setup.switch_on)
 
 
@@ -140,13 +154,14 @@ def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
                 s.object_type == kind and reachable_by_sight(world, s.index) for s in world.specs
             ):
                 raise GoalError(f"no reachable {kind} in {scene}")
+        goal = task.goal_for(scene)
         groups = ground_clauses(
-            list(task.goal), world, homes, lambda k, w=world: reachable_by_sight(w, k)
+            list(goal), world, homes, lambda k, w=world: reachable_by_sight(w, k)
         )
         atoms = [a for group in groups for a in group]
         if not all(holds(world, a) for a in atoms):
             break
-    for clause, group in zip(task.goal, groups, strict=True):
+    for clause, group in zip(goal, groups, strict=True):
         check_clause(world, clause, group, lambda k, w=world: reachable_by_sight(w, k))
     heavy = frozenset(s.index for s in world.specs if s.object_type in task.setup.heavy)
     return Episode(

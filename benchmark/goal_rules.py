@@ -13,6 +13,10 @@ Two checks, each with an error naming the clause and the rule it breaks:
   differ within a type (some Sinks are not receptacles), and reachability, tools and counts are
   only known there. An atom that holds already is never rejected.
 
+:func:`setup_problem` checks a task's ``setup`` lists the same way when it is loaded (``open``
+names openable types, ``dirty`` dirtyable ones, ...), and :func:`vacuous_when_absent` says which
+clauses hold vacuously in a scene without their subject type.
+
 ``inside(X, Y)`` holds when X rests in Y directly or nested, so X may also reach Y inside a
 receptacle that is put in Y (a Statue in a Box on a Sofa) or that rests in Y already (as
 recorded, or as the episode was arranged). Objects created by an action count as made from
@@ -101,6 +105,37 @@ def _ways(derivations: list[Derivation]) -> str:
 
 
 # ----------------------------------------------------------------------------- by type
+# setup key -> the capability an object needs for the set-up to act on it, and why.
+SETUP_NEEDS = {
+    "switch_on": ("toggleable", "only toggleable objects are switched on"),
+    "open": ("openable", "only openable objects are opened"),
+    "dirty": ("dirtyable", "only dirtyable objects get dirty"),
+    "hide": ("pickupable", "only pickupable objects are moved"),
+    "displace": ("pickupable", "only pickupable objects are moved"),
+    "heavy": ("pickupable", "only pickupable objects are lifted"),
+}
+
+
+def setup_problem(key: str, kind: str) -> str | None:
+    """Why ``setup.<key>`` naming object type ``kind`` would act on nothing in any scene, or
+    None. (In a scene without a ``kind`` it acts on nothing, which is fine.)"""
+    caps = type_capabilities()
+    if kind not in caps:
+        return f"{kind} is not an object type of any iTHOR scene"
+    if object_facts().is_derived(kind):
+        return f"no {kind} exists when an episode starts: it is made by an action"
+    capability, rule = SETUP_NEEDS[key]
+    if capability not in caps[kind]:
+        return f"no {kind} has {CAPABILITIES[capability]}=true ({rule})"
+    return None
+
+
+def vacuous_when_absent(clause: Clause) -> bool:
+    """Whether the clause grounds to no atom, and so holds, in a scene without its subject:
+    an ``all`` clause over a type (see :func:`benchmark.goals.ground_clauses`)."""
+    return clause.quantifier == "all" and "|" not in clause.subject
+
+
 def clause_needs(clause: Clause) -> list[tuple[frozenset[str], ...]]:
     """Object types a scene must hold for the clause, as requirements that each list
     alternatives (a scene meets one when it holds every type of one alternative). A type

@@ -2,9 +2,9 @@
 
 A goal is a list of clauses, each ``<quantifier>: <predicate>(<args>)[=<true|false>]``:
 
-* quantifiers: ``all`` (one atom per instance of the subject type present at the start),
-  ``any`` (one atom: at least one instance), ``count>=k`` (k atoms: the j-th holds when at least j
-  instances satisfy the predicate);
+* quantifiers: ``all`` (one atom per instance of the subject type present at the start; over
+  a type the scene lacks, no atom: it holds vacuously), ``any`` (one atom: at least one instance),
+  ``count>=k`` (k atoms: the j-th holds when at least j instances satisfy the predicate);
 * predicates: ``inside(X, Y)`` and its synonym ``on(X, Y)`` (X rests in or on Y, directly or
   nested), ``isToggled(X)``, ``isOpen(X)``, ``isSliced(X)``, ``isCooked(X)``, ``isDirty(X)``,
   ``isFilledWithLiquid(X)``, ``filledWith(X, coffee|wine|water)``;
@@ -193,58 +193,67 @@ def ground_clauses(
     instance). ``any`` and ``count>=k`` clauses ground to type-level atoms whatever the scene
     holds now; whether enough objects can satisfy them is :mod:`benchmark.goal_rules`' concern.
 
-    Raises GoalError if a clause has nothing to refer to in this scene.
+    An ``all`` clause over a type the scene holds no object of holds vacuously: it grounds
+    to no atom, and its target need not exist.
+
+    Raises GoalError if a clause has nothing to refer to in this scene: an objectId that is
+    not there, objects of its type that nobody can reach (or, with ``@home``, none with a
+    reachable recorded receptacle), a target type nobody can reach for a clause with atoms;
+    or if every clause grounds to no atom: such an episode would be over before it began.
     """
+    out: list[list[Atom]] = []
     for c in clauses:
-        if c.target and c.predicate == "inside" and c.target != HOME:
+        group = _ground_one(c, world, homes, reachable)
+        if c.target and c.predicate == "inside" and c.target != HOME and group:
             targets = [s.index for s in world.specs if matches(world, s.index, c.target)]
             if not any(reachable(t) for t in targets):
                 raise GoalError(f"no reachable {c.target} in {world.scene.name}")
-    out: list[list[Atom]] = []
-    for c in clauses:
-        if c.quantifier == "count":
-            out.append(
-                [Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1)]
-            )
-            continue
-        if c.quantifier == "any" and world.facts.is_derived(c.subject):
-            out.append([Atom(c.predicate, c.subject, c.target, c.value, 1)])
-            continue
-        if c.quantifier == "all" and world.facts.is_derived(c.subject):
-            raise GoalError(
-                f"'{c.text}': no {c.subject} exists when the episode starts, so 'all' is "
-                "ill-defined; use 'any:' or 'count>=k:'"
-            )
-        subjects = [
-            s
-            for s in world.specs
-            if world.objs[s.index].active
-            and matches(world, s.index, c.subject)
-            and reachable(s.index)
-        ]
-        if not subjects:
-            raise GoalError(f"no {c.subject} in {world.scene.name}")
-        if c.quantifier == "any":
-            out.append([Atom(c.predicate, c.subject, c.target, c.value, 1)])
-            continue
-        if c.target == HOME:
-            # Objects recorded resting in no receptacle (or in one nobody reaches) are left out.
-            subjects = [
-                s
-                for s in subjects
-                if s.object_id in homes and reachable(world.index_of[homes[s.object_id]])
-            ]
-            if not subjects:
-                raise GoalError(f"no {c.subject} in {world.scene.name} has a recorded receptacle")
-        out.append(
-            [
-                Atom(
-                    c.predicate,
-                    s.object_id,
-                    homes[s.object_id] if c.target == HOME else c.target,
-                    c.value,
-                )
-                for s in subjects
-            ]
+        out.append(group)
+    if clauses and not any(out):
+        kinds = ", ".join(dict.fromkeys(c.subject for c in clauses))
+        raise GoalError(
+            f"every goal clause grounds to no atom in {world.scene.name} (it has no {kinds}): "
+            "'all' over no object holds vacuously, so there is nothing to do"
         )
     return out
+
+
+def _ground_one(
+    c: Clause, world: World, homes: dict[str, str], reachable: Callable[[int], bool]
+) -> list[Atom]:
+    """One clause's atoms (see :func:`ground_clauses`)."""
+    if c.quantifier == "count":
+        return [Atom(c.predicate, c.subject, c.target, c.value, j) for j in range(1, c.count + 1)]
+    if c.quantifier == "any" and world.facts.is_derived(c.subject):
+        return [Atom(c.predicate, c.subject, c.target, c.value, 1)]
+    if c.quantifier == "all" and world.facts.is_derived(c.subject):
+        raise GoalError(
+            f"'{c.text}': no {c.subject} exists when the episode starts, so 'all' is "
+            "ill-defined; use 'any:' or 'count>=k:'"
+        )
+    present = [
+        s for s in world.specs if world.objs[s.index].active and matches(world, s.index, c.subject)
+    ]
+    if not present and c.quantifier == "all" and "|" not in c.subject:
+        return []  # 'all' over a type the scene lacks holds vacuously
+    subjects = [s for s in present if reachable(s.index)]
+    if not subjects:
+        there = f" ({len(present)} there, none in sight of a reachable pose)" if present else ""
+        raise GoalError(f"no reachable {c.subject} in {world.scene.name}{there}")
+    if c.quantifier == "any":
+        return [Atom(c.predicate, c.subject, c.target, c.value, 1)]
+    if c.target == HOME:
+        # Objects recorded resting in no receptacle (or in one nobody reaches) are left out.
+        subjects = [
+            s
+            for s in subjects
+            if s.object_id in homes and reachable(world.index_of[homes[s.object_id]])
+        ]
+        if not subjects:
+            raise GoalError(f"no {c.subject} in {world.scene.name} has a recorded receptacle")
+    return [
+        Atom(
+            c.predicate, s.object_id, homes[s.object_id] if c.target == HOME else c.target, c.value
+        )
+        for s in subjects
+    ]

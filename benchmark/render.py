@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from PIL import Image, ImageDraw
 
 from benchmark.sim.scene import GRID_SIZE
-from benchmark.sim.world import HEADINGS, World
+from benchmark.sim.world import World, facing
 
 AGENT_COLOURS = ((220, 50, 47), (38, 139, 210), (133, 153, 0), (211, 54, 130), (181, 137, 0))
 _BACKGROUND = (250, 250, 247)
@@ -68,7 +68,7 @@ def top_down(world: World, pixels_per_metre: int = 80, margin: float = 0.5) -> I
         colour = AGENT_COLOURS[k % len(AGENT_COLOURS)]
         cx, cz = px(agent.i * GRID_SIZE, agent.j * GRID_SIZE)
         draw.ellipse((cx - radius, cz - radius, cx + radius, cz + radius), fill=colour)
-        dx, dz = HEADINGS[agent.rotation]
+        dx, dz = facing(agent.rotation)
         tip = (cx + dx * radius * 1.8, cz - dz * radius * 1.8)
         draw.line((cx, cz, *tip), fill=(0, 0, 0), width=3)
         label = f"a{k}"

@@ -23,13 +23,21 @@ from typing import Any
 
 import yaml
 
-from benchmark.goal_rules import clause_needs, clause_problem
+from benchmark.goal_rules import clause_needs, clause_problem, setup_problem, vacuous_when_absent
 from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
 from benchmark.sim.scene import object_type_counts
 from benchmark.skill_names import SKILLS
+from benchmark.task_parts import (
+    PartError,
+    Placement,
+    Source,
+    parse_place,
+    parse_scene_goals,
+    parse_source,
+)
 
 FAMILIES = ("transport", "rearrange", "prepare", "search", "heavy-lift", "switch-off")
 AMBIGUITY_LEVELS = ("explicit", "types", "implicit")
@@ -45,9 +53,11 @@ _TOP_FIELDS = {
     "limits",
     "setup",
     "goal",
+    "scene_goals",
+    "source",
     "description",
 }
-_SETUP_FIELDS = {"randomize", "hide", "displace", "switch_on", "heavy"}
+_SETUP_FIELDS = {"randomize", "place", "open", "hide", "displace", "dirty", "switch_on", "heavy"}
 
 
 class TaskSpecError(ValueError):
@@ -68,15 +78,25 @@ class Setup:
 
     Attributes:
         randomize: re-place every pickupable object among compatible receptacles.
+        place: floor plan -> objects put at recorded points there (PlaceObjectAtPoint), in order.
+        open: openable types opened at the start.
         hide: types put inside closed receptacles (search tasks).
         displace: types moved away from their recorded receptacle (rearrange tasks).
+        dirty: dirtyable types made dirty at the start.
         switch_on: toggleable types switched on at the start (switch-off tasks).
         heavy: types only a joint ``lift`` by two agents can pick up (heavy-lift tasks).
+
+    They apply in this order, so a receptacle something is hidden in starts closed even if
+    ``open`` names its type, and running water or heat that ``switch_on`` starts acts on what
+    ``dirty`` made dirty. Placements apply right after ``randomize``.
     """
 
     randomize: bool = True
+    place: dict[str, tuple[Placement, ...]] = field(default_factory=dict)
+    open: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
     displace: tuple[str, ...] = ()
+    dirty: tuple[str, ...] = ()
     switch_on: tuple[str, ...] = ()
     heavy: tuple[str, ...] = ()
 
@@ -98,6 +118,8 @@ class TaskSpec:
     setup: Setup
     goal: tuple[Clause, ...]
     requires: tuple[str, ...] = ()
+    scene_goals: dict[str, tuple[Clause, ...]] = field(default_factory=dict)
+    source: Source | None = None
     path: str = field(default="", compare=False)  # the file it was loaded from
     sha256: str = field(default="", compare=False)  # SHA-256 of that file's content
 
@@ -105,16 +127,24 @@ class TaskSpec:
     def version(self) -> int:
         return int(self.id.rsplit("_v", 1)[1])
 
+    def goal_for(self, scene: str) -> tuple[Clause, ...]:
+        """The goal on ``scene``: the clauses of every scene, then that floor plan's own."""
+        return self.goal + self.scene_goals.get(scene, ())
+
     def candidate_scenes(self) -> list[str]:
         if self.scene_list:
             return list(self.scene_list)
         return [s for rt in self.room_types for s in ithor_scenes(rt)]
 
     def eligible_scenes(self, split: str | None = None) -> list[str]:
-        """Candidate scenes (optionally within a split) holding every type the goal needs: the
-        types it names, and for a type made by an action its source (and a tool if needed)."""
-        needs = [need for c in self.goal for need in clause_needs(c)]
-        needs += [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
+        """Candidate scenes (optionally within a split) where the goal has something to do.
+
+        A scene must hold every type an ``any``/``count>=k`` clause needs (for a type made by
+        an action, its source and a tool if needed), and the ``requires`` and ``heavy`` types.
+        An ``all`` clause over a type the scene lacks holds vacuously, so it needs nothing;
+        one whose subject is there needs the rest (its target, a slicing tool). At least one
+        clause must have its subject there, or the episode would have nothing to do.
+        """
         allowed = None
         if split is not None:
             splits = scene_splits()
@@ -124,8 +154,20 @@ class TaskSpec:
         return [
             s
             for s in self.candidate_scenes()
-            if (allowed is None or s in allowed) and _meets(needs, set(object_type_counts(s)))
+            if (allowed is None or s in allowed) and self._fits(s, set(object_type_counts(s)))
         ]
+
+    def _fits(self, scene: str, present: set[str]) -> bool:
+        needs = [(frozenset({kind}),) for kind in (*self.setup.heavy, *self.requires)]
+        something = False
+        for clause in self.goal_for(scene):
+            clause_has = clause_needs(clause)
+            # The first need of an 'all' clause over a type is its subject.
+            if vacuous_when_absent(clause) and not _meets(clause_has[:1], present):
+                continue
+            needs += clause_has
+            something = True
+        return something and _meets(needs, present)
 
     def capability(self, agent_index: int) -> Capability:
         """Agent i's profile (profiles repeat over the agents; none means unrestricted)."""
@@ -238,15 +280,26 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
     randomize = setup_data.get("randomize", True)
     if not isinstance(randomize, bool):
         raise _fail(path, "setup.randomize", "true or false", randomize)
-    setup = Setup(
-        randomize=randomize,
-        **{
-            k: _str_list(path, f"setup.{k}", setup_data.get(k))
-            for k in _SETUP_FIELDS - {"randomize"}
-        },
+    candidates = (
+        list(scene_list) if scene_list else [s for rt in room_types for s in ithor_scenes(rt)]
     )
-    goal_data = data.get("goal")
-    if not isinstance(goal_data, list) or not goal_data:
+    try:
+        place = parse_place(setup_data.get("place"), candidates)
+        scene_goals = parse_scene_goals(data.get("scene_goals"), candidates)
+        source = parse_source(data.get("source"))
+    except PartError as err:
+        raise _fail(path, err.field, err.expected, err.got) from err
+    kinds = {}
+    for key in sorted(_SETUP_FIELDS - {"randomize", "place"}):
+        kinds[key] = _str_list(path, f"setup.{key}", setup_data.get(key))
+        for kind in kinds[key]:
+            problem = setup_problem(key, kind)
+            if problem is not None:
+                raise _fail(path, f"setup.{key}", f"object types it can act on: {problem}", kind)
+    setup = Setup(randomize=randomize, place=place, **kinds)
+    goal_data = data.get("goal", [])
+    # The goal may be left empty when every scene has goal clauses of its own.
+    if not isinstance(goal_data, list) or not (goal_data or set(candidates) <= set(scene_goals)):
         raise _fail(
             path, "goal", "a non-empty list of clauses like 'all: inside(Apple, Fridge)'", goal_data
         )
@@ -275,6 +328,8 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         setup=setup,
         goal=tuple(goal),
         requires=requires,
+        scene_goals=scene_goals,
+        source=source,
         path=str(path),
     )
 
@@ -302,13 +357,16 @@ def load_task_file(path: str | os.PathLike[str], sha256: str | None = None) -> T
 
 @cache
 def task_registry(root: Path = TASKS_DIR) -> dict[str, TaskSpec]:
-    """Every task under ``root``, by id. Family folders must match the tasks' families."""
+    """Every task under ``root``, by id. A task lives in the folder of its family, or in the
+    collection folder of the suite its ``source`` names (``tasks/mapthor/``)."""
     out: dict[str, TaskSpec] = {}
     for path in sorted(root.glob("*/*.yaml")):
         spec = load_task_file(path)
-        if path.parent.name != spec.family:
+        folder = path.parent.name
+        if folder != spec.family and (spec.source is None or folder != spec.source.suite):
             raise TaskSpecError(
-                f"{path}: field 'family': expected the folder name {path.parent.name!r}"
+                f"{path}: field 'family': expected the folder name {folder!r} (or a "
+                f"'source' whose suite is {folder!r}, for a suite's collection folder)"
             )
         if spec.id in out:
             raise TaskSpecError(f"{path}: field 'id': {spec.id!r} is defined twice")

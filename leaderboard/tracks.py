@@ -121,7 +121,8 @@ class EpisodeRef:
         seed: episode seed.
         n_agents: team size (1 for a reference).
         comm: the track's comm setting.
-        scene: the scene a challenge names; None where the seed chooses it within the split.
+        scene: the scene a challenge names or the suite entry pins; None where the seed
+            chooses it within the split.
         reference: the one-agent reference run of the same cell (for speedup and EI).
     """
 
@@ -163,12 +164,14 @@ class EpisodeRef:
 
 @dataclass(frozen=True)
 class SuiteEntry:
-    """One row of a suite file: a registered task, its split, team sizes and seeds."""
+    """One row of a suite file: a registered task, its split, team sizes and seeds, and the
+    scenes it pins (each seed runs on each of them; none: the seed chooses in the split)."""
 
     task: str
     split: str
     n_agents: tuple[int, ...]
     seeds: tuple[int, ...]
+    scenes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,7 @@ def _parse_suite_version(path: Path, _mtime_ns: int) -> Suite:
                 split=str(entry.get("split", "test")),
                 n_agents=_int_list(path, f"{where}.n_agents", entry.get("n_agents", [2])),
                 seeds=_int_list(path, f"{where}.seeds", entry.get("seeds", [0])),
+                scenes=tuple(entry.get("scenes") or ()),
             )
         )
     if len({bool(e.seeds) for e in entries}) != 1:
@@ -268,9 +272,10 @@ def _cells(suite: Suite, n_agents: int, challenge: Challenge | None) -> list[Cel
                 f"come from a challenge (got challenge {challenge.id})"
             )
         return [
-            (e.task, e.split, seed, None)
+            (e.task, e.split, seed, scene)
             for e in suite.entries
             if n_agents in e.n_agents
+            for scene in (e.scenes or (None,))
             for seed in e.seeds
         ]
     if challenge is None:

@@ -195,6 +195,7 @@ def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[s
     keys: set[str] = set()
     matched: dict[EpisodeRef, str] = {}
     hashes: dict[str, str] = {}
+    pinned = {r.task for r in refs if r.scene is not None}  # tasks whose scene is part of a cell
     for row in bundle.rows:
         key = row["key"]
         if key in keys:
@@ -206,7 +207,7 @@ def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[s
                 f"episode {key}: baseline {row['baseline']!r} is not the manifest's {baseline!r}"
             )
             continue
-        ref = EpisodeRef.of_row(row, with_scene=hidden)
+        ref = EpisodeRef.of_row(row, with_scene=hidden or row.get("task") in pinned)
         if ref not in expected:
             reasons.append(f"episode {key}: not an episode of this track")
             continue

@@ -123,3 +123,14 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tiny")
     save_tiny_llama(out, fast)
     return out
+
+
+def check_containment(meta: dict) -> None:
+    """Assert that containment reads the same both ways in one agent's metadata: an object's
+    receptacles list it, and a receptacle's contents list it among their receptacles."""
+    by_id = {o["objectId"]: o for o in meta["objects"]}
+    for o in meta["objects"]:
+        for p in o["parentReceptacles"] or ():
+            assert o["objectId"] in by_id[p]["receptacleObjectIds"]
+        for r in o["receptacleObjectIds"] or ():
+            assert o["objectId"] in by_id[r]["parentReceptacles"]

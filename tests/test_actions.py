@@ -258,7 +258,7 @@ def test_open_and_close_fail_when_already_in_that_state(kitchen: Controller) -> 
         ({"action": "MoveAhead", "speed": 2}, "valid arguments are"),
         ({"action": "PickupObject"}, "missing required argument"),
         ({"action": "PickupObject", "objectId": 7}, "must be str"),
-        ({"action": "RotateLeft", "degrees": 45}, "multiple of 90"),
+        ({"action": "RotateLeft", "degrees": 0}, "Cannot rotate by 0 degrees"),
         ({"action": "MoveAhead", "moveMagnitude": 0.3}, "multiple of gridSize"),
         ({"action": "OpenObject", "objectId": "x", "openness": 2.0}, "openness"),
         ({"action": "TeleportFull", "position": {"x": 0, "z": 0}}, "missing required argument"),
@@ -282,7 +282,7 @@ def test_malformed_calls_raise_value_error_naming_the_choices(call: dict, messag
         ({"agentCount": 0}, "agentCount"),
         ({"gridSize": 0.5}, "gridSize"),
         ({"fieldOfView": 200}, "fieldOfView"),
-        ({"renderDepthImage": True}, "valid arguments are"),
+        ({"renderDepthImages": True}, "valid arguments are"),
     ],
 )
 def test_bad_controller_arguments_raise_value_error(params: dict, message: str) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+import yaml
+
 from benchmark.episode import make_episode, pick_scene
 from benchmark.goals import holds
 from benchmark.sim.facts import scene_splits
-from benchmark.tasks import load_task
+from benchmark.tasks import load_task, load_task_file
 
 
 def _layout(ep) -> list:
@@ -67,3 +72,72 @@ def test_the_explicit_instruction_names_the_grounded_objects() -> None:
     for atom in ep.checklist:
         assert atom.subject in ep.instructions["explicit"]
     assert "|" not in ep.instructions["implicit"]
+
+
+def _task_file(tmp_path: Path, goal: list[str], scenes: dict, setup: dict | None = None) -> Path:
+    path = tmp_path / "prepare_states_v0.yaml"
+    data = {
+        "id": "prepare_states_v0",
+        "family": "prepare",
+        "instructions": {"explicit": "Do {subjects}.", "types": "Do it.", "implicit": "Hm."},
+        "scenes": scenes,
+        "agents": {"min": 1, "max": 2},
+        "limits": {"ticks": 100, "decisions": 50},
+        "goal": goal,
+        **({"setup": setup} if setup else {}),
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_setup_opens_and_dirties_what_it_names(tmp_path: Path) -> None:
+    path = _task_file(
+        tmp_path,
+        ["all: isOpen(Cabinet)=false", "all: isDirty(Bowl)=false"],
+        {"list": ["FloorPlan1"]},
+        {"open": ["Cabinet"], "dirty": ["Bowl", "Mug"]},
+    )
+    ep = make_episode(load_task_file(path), "FloorPlan1", 1, seed=0)
+    world = ep.world
+    cabinets = [s for s in world.specs if s.object_type == "Cabinet" and s.openable]
+    dishes = [s for s in world.specs if s.object_type in ("Bowl", "Mug")]
+    assert cabinets and all(world.objs[s.index].is_open for s in cabinets)
+    assert dishes and all(world.objs[s.index].is_dirty for s in dishes)
+    assert ep.checklist and not any(holds(world, a) for a in ep.checklist)
+    plain = make_episode(load_task("transport_produce_fridge_v0"), "FloorPlan1", 1, seed=0)
+    assert not any(plain.world.objs[s.index].is_dirty for s in dishes)
+
+
+def test_all_over_a_type_the_scene_lacks_grounds_to_no_atom(tmp_path: Path) -> None:
+    # FloorPlan1, a kitchen, has a light switch but no floor lamp.
+    goal = ["all: isToggled(LightSwitch)=false", "all: isToggled(FloorLamp)=false"]
+    path = _task_file(
+        tmp_path,
+        goal,
+        {"list": ["FloorPlan1", "FloorPlan201"]},
+        {"switch_on": ["LightSwitch", "FloorLamp"]},
+    )
+    task = load_task_file(path)
+    assert task.eligible_scenes() == ["FloorPlan1", "FloorPlan201"]
+    kitchen = make_episode(task, "FloorPlan1", 1, seed=0)
+    assert {a.subject.split("|")[0] for a in kitchen.checklist} == {"LightSwitch"}
+    living = make_episode(task, "FloorPlan201", 1, seed=0)
+    assert {a.subject.split("|")[0] for a in living.checklist} == {"LightSwitch", "FloorLamp"}
+
+
+def test_a_goal_with_nothing_to_do_in_a_scene_makes_it_ineligible_and_says_why(
+    tmp_path: Path,
+) -> None:
+    path = _task_file(
+        tmp_path,
+        ["all: isToggled(FloorLamp)=false", "all: inside(Pillow, Sofa)"],
+        {"list": ["FloorPlan1", "FloorPlan201"]},
+    )
+    task = load_task_file(path)
+    assert task.eligible_scenes() == ["FloorPlan201"]
+    with pytest.raises(ValueError, match="every goal clause grounds to no atom in FloorPlan1"):
+        make_episode(task, "FloorPlan1", 1, seed=0)
+    assert make_episode(task, None, 1, seed=0).scene == "FloorPlan201"
+    # 'any' asks for an object: a scene without one stays ineligible.
+    path = _task_file(tmp_path, ["any: isToggled(FloorLamp)"], {"list": ["FloorPlan1"]})
+    assert load_task_file(path).eligible_scenes() == []

@@ -119,7 +119,7 @@ def test_a_malformed_action_in_multi_step_changes_nothing() -> None:
     c = Controller(scene="FloorPlan1", agentCount=3, seed=2)
     before = state_hash(c)
     with pytest.raises(ValueError):
-        c.multi_step(["MoveAhead", {"action": "RotateLeft", "degrees": 45}, "MoveAhead"])
+        c.multi_step(["MoveAhead", {"action": "RotateLeft", "degrees": 0}, "MoveAhead"])
     with pytest.raises(ValueError):
         c.multi_step(["MoveAhead", "Fly", None])
     with pytest.raises(ValueError, match="list of 3 actions"):

@@ -69,6 +69,12 @@ def test_heavy_lift_tasks_need_at_least_two_agents() -> None:
         ({"goal": ["all: isHot(Apple)"]}, "goal[0]", "unknown predicate"),
         ({"setup": {"hide": "Apple"}}, "setup.hide", "list of strings"),
         ({"setup": {"bury": ["Apple"]}}, "setup", "keys from"),
+        ({"setup": {"open": ["Apple"]}}, "setup.open", "no Apple has openable=true"),
+        ({"setup": {"dirty": ["Apple"]}}, "setup.dirty", "no Apple has dirtyable=true"),
+        ({"setup": {"switch_on": ["Sofa"]}}, "setup.switch_on", "no Sofa has toggleable=true"),
+        ({"setup": {"heavy": ["Sofa"]}}, "setup.heavy", "no Sofa has pickupable=true"),
+        ({"setup": {"hide": ["Aple"]}}, "setup.hide", "Aple is not an object type"),
+        ({"setup": {"displace": ["AppleSliced"]}}, "setup.displace", "made by an action"),
         (
             {"capabilities": [{"name": "weak", "cannot": ["fly"]}]},
             "capabilities[0].cannot",

@@ -1,265 +1,76 @@
 """The oracle's recipes: reactive steps towards one atom, read off the true state at every
-decision. Open what encloses the object, fetch it, open the destination, put it (inside a
-container the destination accepts when it never accepts the object itself: a statue in a box on
-a sofa); fetch a knife before slicing, and slice a source first for a goal on pieces; toast a
-slice; brew into a mug; switch things.
+decision, for every predicate of the goal language along the skill routes of
+:mod:`baselines.goal_routes`. Moving things is :mod:`baselines.oracle.moving`; here are the
+state changes: switch, open or close; fetch a knife and slice (a source first, for a goal on
+pieces); cook in a heat source; wash or fill with water under a running faucet; brew coffee.
+
+An atom no skill can bring about, or that no object of this scene lets the routes reach,
+raises :class:`~baselines.goal_routes.UnpursuableGoal` naming it.
 """
 
 from __future__ import annotations
 
-from benchmark.goals import Atom, holds_for, matches
-from benchmark.sim.scene import GRID_SIZE
-from benchmark.sim.world import World
+from baselines.goal_routes import (
+    heater_types,
+    liquid_sources,
+    no_route,
+    unpursuable,
+    washing_basins,
+)
+from baselines.oracle.moving import Mover
+from benchmark.goals import Atom
+from benchmark.sim.arrange import reachable_by_sight
+from benchmark.sim.state_changes import basin_of, heat_is_on
 
-HEAT_FOR = {
-    "BreadSliced": "Toaster",
-    "Potato": "Microwave",
-    "PotatoSliced": "Microwave",
-    "EggCracked": "Microwave",
-    "AppleSliced": "Microwave",
-    "TomatoSliced": "Microwave",
-}
 
-
-class Recipes:
-    """The recipes of one episode.
-
-    Args:
-        world: the simulator state (a snapshot; :meth:`look` gives the next one).
-        heavy: indices of the objects only a joint lift picks up.
-    """
-
-    def __init__(self, world: World, heavy: frozenset[int]) -> None:
-        self.world = world
-        self.heavy = heavy
-        self.claimed: dict[int, int] = {}  # agent -> the instance it works on (type-level atoms)
-
-    def look(self, world: World) -> None:
-        """Work on the state of this decision."""
-        self.world = world
-
-    def cell(self, index: int) -> tuple[int, int]:
-        """The grid cell of object ``index``."""
-        x, _, z = self.world.position(index)
-        return round(x / GRID_SIZE), round(z / GRID_SIZE)
+class Recipes(Mover):
+    """The recipes of one episode (arguments: see :class:`~baselines.oracle.moving.Mover`)."""
 
     def step(self, k: int, atom: Atom, team: list[int], deciding: list[int]) -> str | None:
-        """Agent ``k``'s next step towards ``atom`` (``team``: the agents the atom is assigned
-        to, for joint lifts; ``deciding``: the agents deciding now), or None when there is no
-        way to it."""
+        """Agent ``k``'s next step towards the unsatisfied ``atom`` (``team``: the agents the
+        atom is assigned to, for joint lifts; ``deciding``: the agents deciding now), or None
+        when there is no way to it now. Raises UnpursuableGoal when there never is."""
         p = atom.predicate
+        why = no_route(p, atom.value, atom.target)
+        if why is not None:
+            raise unpursuable("oracle", atom.key, why)
         if p == "inside":
-            return self._transport(k, atom, team, deciding)
-        if p == "isToggled":
-            index = self.world.index_of[atom.subject]
-            return (
-                self._reach(k, index)
-                or f"{'toggle_on' if atom.value else 'toggle_off'} {atom.subject}"
-            )
+            subject = self._subject(k, atom)
+            if subject < 0:
+                return self._derive(k, atom.subject) if atom.at_least and atom.value else None
+            move = self._transport if atom.value else self._take_out
+            return move(k, atom, subject, team, deciding)
         if p == "isSliced":
             return self._slice(k, self._subject(k, atom))
         if p == "isCooked":
-            return self._cook(k, atom)
-        if p == "filledWith":
-            return self._brew(k, atom)
-        return None
+            return self._cook(k, atom, team, deciding)
+        if p in ("isToggled", "isOpen"):
+            return self._switch(k, atom)
+        if p == "isDirty":
+            return self._wash(k, atom, team, deciding)
+        if p in ("isFilledWithLiquid", "filledWith"):
+            return self._fill(k, atom, team, deciding)
+        raise unpursuable("oracle", atom.key, f"the oracle has no recipe for {p}")
 
-    def _subject(self, k: int, atom: Atom) -> int:
-        """The object an atom is about (for type-level atoms: an unsatisfied, free instance)."""
-        world = self.world
-        if not atom.at_least:
-            return world.index_of[atom.subject]
-        mine = self.claimed.get(k, -1)
-        if (
-            mine >= 0
-            and world.objs[mine].active
-            and matches(world, mine, atom.subject)
-            and not holds_for(world, atom.predicate, mine, atom.target)
-        ):
-            return mine
-        taken = {v for a, v in self.claimed.items() if a != k}
-        for s in world.specs:
-            if (
-                matches(world, s.index, atom.subject)
-                and world.objs[s.index].active
-                and s.index not in taken
-                and world.carrier(s.index) in (-1, k)
-                and not holds_for(world, atom.predicate, s.index, atom.target)
-            ):
-                self.claimed[k] = s.index
-                return s.index
-        return -1
-
-    def _reach(self, k: int, index: int) -> str | None:
-        """The step towards being able to act on ``index`` (None when it is in reach)."""
-        world = self.world
-        if world.carrier(index) == k:
+    # ------------------------------------------------------------------ switching, opening
+    def _switch(self, k: int, atom: Atom) -> str | None:
+        """Toggle or open/close the atom's object (for a type-level atom, one instance)."""
+        index = self._subject(k, atom)
+        if index < 0:
             return None
-        if world.enclosed(index):
-            container = next(
-                p
-                for p in world.ancestors(index)
-                if world.specs[p].openable and not world.objs[p].is_open
-            )
-            if world.visible(k, container):
-                return f"open {world.specs[container].object_id}"
-            return f"navigate {world.specs[container].object_id}"
-        if not world.visible(k, index):
-            return f"navigate {world.specs[index].object_id}"
-        return None
+        verb = {
+            ("isToggled", True): "toggle_on",
+            ("isToggled", False): "toggle_off",
+            ("isOpen", True): "open",
+            ("isOpen", False): "close",
+        }[(atom.predicate, atom.value)]
+        return self._reach(k, index) or f"{verb} {self.world.specs[index].object_id}"
 
-    def _holding(self, k: int) -> int:
-        return self.world.agents[k].held
-
-    def free_hands(self, k: int, keep: int = -1) -> str | None:
-        """A step towards putting down whatever agent ``k`` holds (unless it is ``keep``)."""
-        world = self.world
-        held = self._holding(k)
-        if held < 0 or held == keep:
-            return None
-        kind = world.specs[held].object_type
-        spots = [
-            s.index
-            for s in world.specs
-            if s.receptacle
-            and not s.pickupable
-            and world.objs[s.index].active
-            and not (s.openable and not world.objs[s.index].is_open)
-            and world.facts.accepts(s.object_type, kind)
-            and s.object_type != "Floor"
-        ]
-        if not spots:
-            return None
-        a = world.agents[k]
-        spot = min(
-            spots,
-            key=lambda r: (
-                not world.visible(k, r),
-                abs(self.cell(r)[0] - a.i) + abs(self.cell(r)[1] - a.j),
-            ),
-        )
-        oid = world.specs[spot].object_id
-        return f"put {oid}" if world.visible(k, spot) else f"navigate {oid}"
-
-    def target_receptacle(self, atom: Atom, near: tuple[int, int]) -> int:
-        world = self.world
-        if atom.target is None:
-            return -1
-        if "|" in atom.target:
-            return world.index_of.get(atom.target, -1)
-        options = [
-            s.index
-            for s in world.specs
-            if s.object_type == atom.target and world.objs[s.index].active
-        ]
-        if not options:
-            return -1
-        return min(
-            options,
-            key=lambda r: (
-                world.enclosed(r),  # rather one in the open than one in a closed cabinet
-                abs(self.cell(r)[0] - near[0]) + abs(self.cell(r)[1] - near[1]),
-            ),
-        )
-
-    def _deliver(self, k: int, receptacle: int) -> str:
-        """A step towards putting what agent ``k`` holds into ``receptacle``: reach it (open
-        what encloses it, a plate in a closed cabinet), open it, put."""
-        world = self.world
-        step = self._reach(k, receptacle)
-        if step is not None:
-            return step
-        oid = world.specs[receptacle].object_id
-        if world.specs[receptacle].openable and not world.objs[receptacle].is_open:
-            return f"open {oid}"
-        return f"put {oid}"
-
-    def _transport(self, k: int, atom: Atom, team: list[int], deciding: list[int]) -> str | None:
-        """A step towards getting the atom's object into its receptacle: directly, or inside a
-        container the receptacle accepts when it never accepts the object itself (a statue in a
-        box on a sofa). An object that does not exist yet (a tomato slice) is made first."""
-        world = self.world
-        subject = self._subject(k, atom)
-        if subject < 0:
-            return self._derive(k, atom.subject) if atom.at_least else None
-        a = world.agents[k]
-        target = self.target_receptacle(atom, (a.i, a.j))
-        if target < 0:
-            return None
-        kind = world.specs[subject].object_type
-        if world.facts.accepts(world.specs[target].object_type, kind):
-            return self._carry(k, subject, target, team, deciding)
-        vessel = self._vessel(subject, target)
-        if vessel < 0:
-            return None
-        if vessel in world.ancestors(subject):
-            return self._carry(k, vessel, target, team, deciding)
-        if world.carrier(vessel) not in (-1, k):  # someone carries the only container: wait
-            return "wait"
-        return self._carry(k, subject, vessel, team, deciding)
-
-    def _vessel(self, index: int, target: int) -> int:
-        """A pickupable container that accepts ``index`` and that ``target`` accepts: the one
-        already holding it, else the nearest, preferring one nobody carries (-1 if none)."""
-        world = self.world
-        kind, there = world.specs[index].object_type, world.specs[target].object_type
-
-        def fits(v: int) -> bool:
-            spec = world.specs[v]
-            return (
-                spec.pickupable
-                and spec.receptacle
-                and world.objs[v].active
-                and v not in self.heavy
-                and world.facts.accepts(spec.object_type, kind)
-                and world.facts.accepts(there, spec.object_type)
-            )
-
-        holding = next((p for p in world.ancestors(index) if fits(p)), -1)
-        if holding >= 0:
-            return holding
-        options = [s.index for s in world.specs if fits(s.index)]
-        if not options:
-            return -1
-        x, z = self.cell(index)
-        return min(
-            options,
-            key=lambda v: (
-                world.carrier(v) >= 0,  # rather one nobody is carrying
-                abs(self.cell(v)[0] - x) + abs(self.cell(v)[1] - z),
-                v,
-            ),
-        )
-
-    def _carry(
-        self, k: int, index: int, receptacle: int, team: list[int], deciding: list[int]
-    ) -> str:
-        """A step towards agent ``k`` putting ``index`` into ``receptacle`` (a heavy object is
-        lifted with another agent of ``team``)."""
-        world = self.world
-        oid = world.specs[index].object_id
-        carrier = world.carrier(index)
-        if carrier == k:
-            return self._deliver(k, receptacle)
-        if carrier >= 0:  # a lift partner (or someone in the way) holds it: let them finish
-            return "wait"
-        step = self.free_hands(k) or self._reach(k, index)
-        if step is not None:
-            return step
-        if index not in self.heavy:
-            return f"pickup {oid}"
-        partners = [j for j in team if j != k]
-        if not partners:
-            return "wait"
-        j = partners[0]
-        partner_ready = j in deciding and world.visible(j, index) and world.agents[j].held < 0
-        return f"lift {oid}" if partner_ready else "wait"
-
+    # ------------------------------------------------------------------ slicing
     def _derive(self, k: int, kind: str) -> str | None:
         """A step towards making an object of ``kind`` that only an action creates (slicing
         the nearest source), or None when nothing can make one."""
         world = self.world
-        a = world.agents[k]
         for way in world.facts.derivations(kind):
             if way.action != "SliceObject":  # breaking is no skill: only slicing makes pieces
                 continue
@@ -272,11 +83,7 @@ class Recipes:
                 and world.carrier(s.index) in (-1, k)
             ]
             if sources:
-                source = min(
-                    sources,
-                    key=lambda t: abs(self.cell(t)[0] - a.i) + abs(self.cell(t)[1] - a.j),
-                )
-                return self._slice(k, source)
+                return self._slice(k, self._nearest(sources, self._here(k)))
         return None
 
     def _tool(self, k: int) -> int:
@@ -288,10 +95,7 @@ class Recipes:
             and world.objs[s.index].active
             and world.carrier(s.index) in (-1, k)
         ]
-        if not tools:
-            return -1
-        a = world.agents[k]
-        return min(tools, key=lambda t: abs(self.cell(t)[0] - a.i) + abs(self.cell(t)[1] - a.j))
+        return self._nearest(tools, self._here(k))
 
     def _slice(self, k: int, index: int) -> str | None:
         world = self.world
@@ -308,37 +112,119 @@ class Recipes:
             return self._reach(k, tool) or f"pickup {world.specs[tool].object_id}"
         return self._reach(k, index) or f"slice {world.specs[index].object_id}"
 
-    def _cook(self, k: int, atom: Atom) -> str | None:
+    # ------------------------------------------------------------------ appliances
+    def _cook(self, k: int, atom: Atom, team: list[int], deciding: list[int]) -> str | None:
+        """isCooked: put the object in a heat source and switch it on."""
         world = self.world
         index = self._subject(k, atom)
         if index < 0:
-            return self._derive(k, atom.subject)
-        a = world.agents[k]
-        heater_type = HEAT_FOR.get(atom.subject, "Microwave")
-        heater = self.target_receptacle(Atom("inside", "", heater_type, True), (a.i, a.j))
-        if heater < 0:
-            return None
-        return self._heat(k, index, heater)
-
-    def _heat(self, k: int, index: int, appliance: int) -> str | None:
-        """Put ``index`` into ``appliance`` and switch it on (cooking, toasting, brewing)."""
-        world = self.world
-        if world.objs[index].parent == appliance and world.carrier(index) < 0:
-            if world.objs[appliance].is_toggled:
-                return None
-            return self._reach(k, appliance) or f"toggle_on {world.specs[appliance].object_id}"
-        if self._holding(k) != index:
-            step = self.free_hands(k)
-            if step is not None:
-                return step
-            return self._reach(k, index) or f"pickup {world.specs[index].object_id}"
-        return self._deliver(k, appliance)
-
-    def _brew(self, k: int, atom: Atom) -> str | None:
-        index = self._subject(k, atom)
-        if index < 0:
-            return None
-        machine = self.target_receptacle(
-            Atom("inside", "", "CoffeeMachine", True), self.cell(index)
+            return self._derive(k, atom.subject) if atom.at_least else None
+        kinds = heater_types(self._kind(index), world.facts)
+        for heater_type in kinds:  # the preferred type where the scene has one
+            heater = self.target_receptacle(Atom("inside", "", heater_type, True), self._here(k))
+            if heater >= 0:
+                return self._use(k, index, heater, heater, team, deciding)
+        raise unpursuable(
+            "oracle",
+            atom.key,
+            f"cooking puts a {self._kind(index)} in a heat source that accepts it "
+            f"({', '.join(kinds) or 'none does'}), and {world.scene.name} has none",
         )
-        return None if machine < 0 else self._heat(k, index, machine)
+
+    def _wash(self, k: int, atom: Atom, team: list[int], deciding: list[int]) -> str | None:
+        """isDirty=false: put the object in a basin under a faucet and run the water."""
+        index = self._subject(k, atom)
+        if index < 0:
+            return None
+        basins = washing_basins(self._kind(index), self.world.facts)
+        return self._at_station(k, atom, index, basins, team, deciding)
+
+    def _fill(self, k: int, atom: Atom, team: list[int], deciding: list[int]) -> str | None:
+        """isFilledWithLiquid / filledWith: running water, or a coffee machine for coffee."""
+        world = self.world
+        index = self._subject(k, atom)
+        if index < 0:
+            return None
+        st = world.objs[index]
+        if st.is_filled:  # with another liquid: filledWith(Mug, coffee) on a mug of water
+            why = no_route("isFilledWithLiquid", False, None)
+            raise unpursuable(
+                "oracle", atom.key, f"{world.specs[index].object_id} holds {st.fill_liquid}; {why}"
+            )
+        liquid = atom.target if atom.predicate == "filledWith" else None
+        sources = liquid_sources(self._kind(index), liquid, world.facts)
+        return self._at_station(k, atom, index, sources, team, deciding)
+
+    def _kind(self, index: int) -> str:
+        return self.world.specs[index].object_type
+
+    def _stations(self, types: list[str]) -> list[tuple[int, int]]:
+        """(receptacle, switch) pairs of these receptacle types that wash or fill what they
+        hold once switched on: a basin and the faucet running into it, a coffee machine and
+        itself; both must be in sight of some reachable pose."""
+        world = self.world
+        out = []
+        for s in world.specs:
+            if not world.objs[s.index].active or not s.toggleable:
+                continue
+            if s.object_type == "Faucet":
+                basin = basin_of(world, s.index)
+                if basin >= 0 and world.specs[basin].object_type in types:
+                    out.append((basin, s.index))
+            elif s.object_type == "CoffeeMachine" and s.object_type in types:
+                out.append((s.index, s.index))
+        return [
+            (place, switch)
+            for place, switch in out
+            if reachable_by_sight(world, place) and reachable_by_sight(world, switch)
+        ]
+
+    def _at_station(
+        self,
+        k: int,
+        atom: Atom,
+        index: int,
+        types: list[str],
+        team: list[int],
+        deciding: list[int],
+    ) -> str | None:
+        """Put ``index`` in the receptacle of the nearest station of these types (see
+        :meth:`_stations`) and switch it on."""
+        world = self.world
+        spec = world.specs[index]
+        stations = self._stations(types)
+        if not spec.pickupable or not stations:
+            verb = "wash" if atom.predicate == "isDirty" else "fill"
+            routes = []
+            if atom.target != "coffee":
+                routes.append("running water (a SinkBasin or BathtubBasin a Faucet runs into)")
+            if atom.predicate != "isDirty" and atom.target in (None, "coffee"):
+                routes.append("a CoffeeMachine")
+            what = " or ".join(routes)
+            why = (
+                f"{spec.object_id} is not pickupable, and the skills {verb} an object only by "
+                f"carrying it to {what}"
+                if not spec.pickupable
+                else f"{world.scene.name} has no {what} within reach that accepts a "
+                f"{spec.object_type}"
+            )
+            raise unpursuable("oracle", atom.key, why)
+        there = [ps for ps in stations if ps[0] in world.ancestors(index)]
+        if there and world.carrier(index) < 0:
+            place, switch = there[0]
+        else:
+            place = self._nearest([p for p, _ in stations], self.cell(index))
+            switch = next(s for p, s in stations if p == place)
+        return self._use(k, index, place, switch, team, deciding)
+
+    def _use(
+        self, k: int, index: int, place: int, switch: int, team: list[int], deciding: list[int]
+    ) -> str | None:
+        """Put ``index`` in ``place`` and switch ``switch`` on (cooking in a microwave, washing
+        under a faucet, brewing); None when it is there and the switch is on already."""
+        world = self.world
+        if place in world.ancestors(index) and world.carrier(index) < 0:
+            if heat_is_on(world, switch):
+                return None
+            return self._reach(k, switch) or f"toggle_on {world.specs[switch].object_id}"
+        return self._carry(k, index, place, team, deciding)

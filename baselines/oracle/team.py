@@ -10,7 +10,10 @@ It reads the episode's scoring state through the read-only privileged view
 (:class:`~benchmark.env.views.PrivilegedView`: checklist, satisfied atoms, heavy objects,
 capabilities and a world snapshot at every decision), never the environment. A step that failed
 for a reason that cannot change is never issued again: when an atom's recipe comes back to it,
-the atom is given up.
+the atom is given up. An atom it has no way to pursue at all (no skill brings it about, or
+nothing in the scene lets its recipe reach it) raises
+:class:`~baselines.goal_routes.UnpursuableGoal` naming the atom, rather than waiting out the
+episode.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from baselines.oracle.recipes import Recipes
 from benchmark.agents import Team
 from benchmark.env.views import PrivilegedView, TaskInfo
-from benchmark.goals import Atom
+from benchmark.goals import Atom, matches
 from benchmark.sim.world import World
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
@@ -44,7 +47,7 @@ class OracleTeam(Team):
         self.assigned: dict[int, list[int]] = {}  # atom -> agents
         self.queue: list[list[int]] = [[] for _ in agent_ids]
         self.failures: dict[tuple[int, int], int] = {}
-        self.recipes = Recipes(self.world, self.heavy)
+        self.recipes = Recipes(self.world, self.heavy, self.checklist)
         self.dropped: set[int] = set()
         self.working: dict[int, int] = {}  # agent -> the atom its last step was for
         self.last_step: dict[int, tuple[str, int]] = {}  # agent -> (its last step, what it held)
@@ -107,7 +110,8 @@ class OracleTeam(Team):
         world = self.world
         needs = {
             "inside": {"pickup", "put"},
-            "isToggled": {"toggle_on", "toggle_off"},
+            "isToggled": {"toggle_on" if atom.value else "toggle_off"},
+            "isOpen": {"open" if atom.value else "close"},
             "isSliced": {"pickup", "slice"},
         }.get(atom.predicate, {"pickup", "put", "toggle_on"})
         if self._heavy(atom):
@@ -116,7 +120,7 @@ class OracleTeam(Team):
         target = world.index_of.get(atom.target or "", -1)
         if (
             (subject >= 0 and world.enclosed(subject))
-            or atom.predicate != "inside"
+            or atom.predicate not in ("inside", "isToggled", "isOpen")
             or (target >= 0 and world.specs[target].openable)
             or (target < 0 and any(s.openable for s in world.specs if s.object_type == atom.target))
         ):
@@ -170,9 +174,11 @@ class OracleTeam(Team):
         cannot = self.view.cannot[k]
         self.working.pop(k, None)
         while self.queue[k]:
-            i = self.queue[k][0]
+            i = next((j for j in self.queue[k] if not self._closes_too_soon(j)), -1)
+            if i < 0:
+                return self._make_room(k)
             if self.satisfied[i]:
-                self.queue[k].pop(0)
+                self.queue[k].remove(i)
                 continue
             step = self.recipes.step(k, self.checklist[i], self.assigned.get(i, [k]), deciding)
             if step is not None and step.split()[0] in cannot:
@@ -190,6 +196,24 @@ class OracleTeam(Team):
         if all(self.satisfied):
             return "done"
         return self._make_room(k)
+
+    def _closes_too_soon(self, i: int) -> bool:
+        """Whether atom ``i`` closes a receptacle that another atom still to be done puts
+        something in (closing the fridge while a teammate carries food to it would shut it
+        in front of them, again and again)."""
+        atom = self.checklist[i]
+        index = self.world.index_of.get(atom.subject, -1)
+        if atom.predicate != "isOpen" or atom.value or index < 0:
+            return False
+        return any(
+            not done
+            and j not in self.dropped
+            and other.predicate == "inside"
+            and other.value
+            and other.target is not None
+            and matches(self.world, index, other.target)
+            for j, (other, done) in enumerate(zip(self.checklist, self.satisfied, strict=True))
+        )
 
     def _hand_back(self, k: int, i: int) -> None:
         """Agent ``k`` cannot do atom ``i``: give it to the others."""

@@ -297,7 +297,9 @@ class CollabEnv(ParallelEnv):
                 tick=lambda: self.tick,
             )
         agents = self.possible_agents
-        return task_info(self.task, self.seed, self.options, self.instruction, agents, view)
+        return task_info(
+            self.task, self.seed, self.options, self.instruction, agents, view, scene=ep.scene
+        )
 
     def render(self):
         from benchmark.render import top_down

@@ -109,14 +109,16 @@ def task_info(
     instruction: str,
     agents: list[str],
     privileged: PrivilegedView | None = None,
+    scene: str | None = None,
 ) -> TaskInfo:
-    """The :class:`TaskInfo` of an episode of ``task`` with this seed, options and agents."""
+    """The :class:`TaskInfo` of an episode of ``task`` with this seed, options and agents;
+    its goal is the task's goal on ``scene`` (with that floor plan's own clauses)."""
     return TaskInfo(
         task=task.id,
         family=task.family,
         seed=seed,
         instruction=instruction,
-        goal=tuple(c.text for c in task.goal),
+        goal=tuple(c.text for c in (task.goal if scene is None else task.goal_for(scene))),
         agents=tuple(agents),
         cannot={a: tuple(sorted(task.capability(k).cannot)) for k, a in enumerate(agents)},
         max_ticks=task.max_ticks,

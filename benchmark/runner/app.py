@@ -35,8 +35,9 @@ def _as_list(value: Any) -> list[Any] | None:
 
 
 def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
-    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds, or the
-    episodes of the challenge file ``cfg.challenge``."""
+    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds (on
+    each of an entry's pinned ``scenes``, if it lists any), or the episodes of the challenge
+    file ``cfg.challenge``."""
     sizes_of = {e.task: _as_list(cfg.n_agents) or list(e.n_agents) for e in cfg.suite.entries}
     if not cfg.challenge:
         cells = []
@@ -47,7 +48,8 @@ def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
                     f"suite {cfg.suite.name!r} entry {entry.task}: no seeds; the seeds of this "
                     "suite are hidden: run a challenge (challenge=<challenge file>)"
                 )
-            cells += [(entry, int(s), sizes_of[entry.task], None) for s in seeds]
+            scenes = list(entry.get("scenes") or []) or [None]
+            cells += [(entry, int(s), sizes_of[entry.task], sc) for sc in scenes for s in seeds]
         return cells
     challenge = load_challenge(cfg.challenge)
     if (challenge.suite, challenge.suite_version) != (cfg.suite.name, cfg.suite.version):
@@ -80,8 +82,13 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
     team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
     tasks = {e.task: resolve_task(e.task) for e in cfg.suite.entries}
     cells = _cells(cfg)
-    for entry, _, sizes, _ in cells:
+    for entry, _, sizes, scene in cells:
         task = tasks[entry.task]
+        if scene is not None and scene not in task.candidate_scenes():
+            raise ValueError(
+                f"suite entry {entry.task}: scene {scene!r} is not among the task's scenes "
+                f"{task.candidate_scenes()}"
+            )
         for n in sizes:
             if not task.min_agents <= n <= task.max_agents:
                 raise ValueError(
@@ -132,8 +139,11 @@ def _check_task_files(jobs: list[Job], rows: list[dict[str, Any]]) -> None:
 
 def _summary_table(table: list[dict[str, Any]]) -> Table:
     out = Table(title="Results (mean [95% CI])")
-    for col in ("baseline", "comm", "n", "family", "eps", "err", "SR", "TR", "B", "L", "speedup"):
-        out.add_column(col)
+    levels = any("level" in rec for rec in table)
+    for col in ("baseline", "comm", "n", "family", "level", "eps", "err", "SR", "TR", "B", "L"):
+        if col != "level" or levels:
+            out.add_column(col)
+    out.add_column("speedup")
 
     def fmt(cell: dict[str, Any]) -> str:
         if cell["mean"] is None:
@@ -146,6 +156,7 @@ def _summary_table(table: list[dict[str, Any]]) -> Table:
             "on" if rec["comm"] else "off",
             str(rec["n_agents"]),
             rec["family"],
+            *([str(rec["level"])] if levels else []),
             str(rec["episodes"]),
             str(rec["errors"]),
             fmt(rec["SR"]),

@@ -14,6 +14,7 @@ class SuiteEntry:
     split: str = "test"  # scene split the scene is drawn from: train | val | test
     n_agents: list[int] = field(default_factory=lambda: [2])  # team sizes to run
     seeds: list[int] = field(default_factory=lambda: [0])  # episode seeds
+    scenes: list[str] = field(default_factory=list)  # pin floor plans: each seed on each of them
 
 
 @dataclass

@@ -19,7 +19,7 @@ from benchmark.env import make_env
 from benchmark.llm.batching import run_batched
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.tasks import load_task, load_task_file
+from benchmark.tasks import TaskSpec, load_task, load_task_file
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
     row = {
         **extra,
         "task": job.task,
-        "family": task.family,
+        **_group(task),
         "task_version": task.version,
         "scene": trace["config"]["scene"],
         **episode_metrics(trace),
@@ -121,9 +121,16 @@ def _base(job: Job) -> dict[str, Any]:
     }
 
 
-def _family(job: Job) -> dict[str, str]:
-    """The task's family, so that an error row counts in its family's summary (nothing when the
-    task itself cannot be loaded: the error row says why)."""
+def _group(task: TaskSpec) -> dict[str, Any]:
+    """The row's summary groups: the task's family, and the ambiguity level its source suite
+    gives it (MAP-THOR's 1-4) when it has one."""
+    level = task.source.level if task.source is not None else None
+    return {"family": task.family, **({"level": level} if level is not None else {})}
+
+
+def _family(job: Job) -> dict[str, Any]:
+    """The task's family (and level), so that an error row counts in its groups' summaries
+    (nothing when the task itself cannot be loaded: the error row says why)."""
     try:
         task = (
             load_task_file(job.task_file, sha256=job.task_sha256)
@@ -132,7 +139,7 @@ def _family(job: Job) -> dict[str, str]:
         )
     except ValueError:
         return {}
-    return {"family": task.family}
+    return _group(task)
 
 
 def error_result(job: Job, attempts: int, error: str) -> dict[str, Any]:

@@ -1,5 +1,10 @@
 """Aggregate episode rows into summary tables: mean and 95% interval per family and overall.
 
+Rows of tasks that carry an ambiguity level from their source suite (MAP-THOR's 1-4) are also
+grouped per level: every record then has a ``level`` ("all" in the per-family and overall
+records, the level in the per-level ones, whose family is "all"). Suites without levels get the
+same records as before, with no ``level``.
+
 Each metric's interval method (Clopper-Pearson for SR, Student-t for the others), the range its
 interval is clipped to, and whether summary.md shows it come from its declaration in
 :mod:`benchmark.metric_specs`. Rows are grouped by baseline, communication setting and team
@@ -53,29 +58,34 @@ def summarize(
     load_trace: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     references: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """One summary record per (baseline, comm, n_agents, family or 'all'). ``references`` are
-    one-agent rows of a previous run (``reference_from``)."""
+    """One summary record per (baseline, comm, n_agents, family or 'all'), and per level when
+    rows carry one (see the module docstring). ``references`` are one-agent rows of a previous
+    run (``reference_from``)."""
     runs = with_reference(rows, references)
+    levels = any(r.get("level") is not None for r in rows if not r["reference"])
     errors: dict[tuple, int] = defaultdict(int)
     for r in rows:
         if r["status"] != "ok" and not r["reference"]:
-            for fam in (r.get("family", "?"), "all"):
-                errors[(r["baseline"], r["comm"], r["n_agents"], fam)] += 1
+            for group in _groups(r.get("family", "?"), r.get("level"), levels):
+                errors[(r["baseline"], r["comm"], r["n_agents"], *group)] += 1
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
-        for fam in (r["family"], "all"):
-            groups[(r["baseline"], r["comm"], r["n_agents"], fam)].append(r)
+        for group in _groups(r["family"], r.get("level"), levels):
+            groups[(r["baseline"], r["comm"], r["n_agents"], *group)].append(r)
     for key in errors:
         groups.setdefault(key, [])
     out = []
-    for (baseline, comm, n, fam), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    # Per-family and overall records first, in the order they always had; then the levels.
+    order = sorted(groups.items(), key=lambda kv: (kv[0][4] != "all", str(kv[0][:4]), kv[0][4]))
+    for (baseline, comm, n, fam, level), members in order:
         rec: dict[str, Any] = {
             "baseline": baseline,
             "comm": comm,
             "n_agents": n,
             "family": fam,
+            **({"level": level} if levels else {}),
             "episodes": len(members),
-            "errors": errors[(baseline, comm, n, fam)],
+            "errors": errors[(baseline, comm, n, fam, level)],
         }
         for name in SUMMARY_METRICS:
             rec[name] = _cell([m.get(name) for m in members], metric(name))
@@ -85,6 +95,15 @@ def summarize(
             else dict.fromkeys(RUN_METRICS)
         )
         out.append(rec)
+    return out
+
+
+def _groups(family: str, level: int | None, levels: bool) -> list[tuple[str, str]]:
+    """The (family, level) groups a row counts in: its family and 'all', and its level when
+    the rows carry levels."""
+    out = [(family, "all"), ("all", "all")]
+    if levels and level is not None:
+        out.append(("all", str(level)))
     return out
 
 
@@ -130,11 +149,19 @@ def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> 
     return head + ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in records]
 
 
+def _with_level(columns: tuple[str, ...], table: list[dict[str, Any]]) -> tuple[str, ...]:
+    """``columns`` with a ``level`` column after ``family`` when the records have levels."""
+    if not any("level" in r for r in table):
+        return columns
+    at = columns.index("family") + 1
+    return (*columns[:at], "level", *columns[at:])
+
+
 def write_summary(root: Path, table: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
     """``summary.md`` (readable) and ``summary.csv`` (mean, lo, hi columns per metric)."""
     exact = ", ".join(m.name for m in METRICS if m.interval == "clopper_pearson")
     lines = ["# Summary", "", f"Mean [95% interval]; {exact}: Clopper-Pearson, others: t.", ""]
-    lines += _markdown_table(TABLE_COLUMNS, table)
+    lines += _markdown_table(_with_level(TABLE_COLUMNS, table), table)
     if deltas:
         cols = ("baseline", "n_agents", "family", "pairs", *DELTA_METRICS)
         lines += ["", "## Communication ablation (comm on - comm off, paired)", ""]
@@ -142,7 +169,7 @@ def write_summary(root: Path, table: list[dict[str, Any]], deltas: list[dict[str
     (root / "summary.md").write_text("\n".join(lines) + "\n")
     with (root / "summary.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
-        head = [*GROUP_COLUMNS, *RUN_METRICS]
+        head = [*_with_level(GROUP_COLUMNS, table), *RUN_METRICS]
         writer.writerow(head + [f"{m}_{p}" for m in SUMMARY_METRICS for p in ("mean", "lo", "hi")])
         for rec in table:
             cells = [rec[h] for h in head]

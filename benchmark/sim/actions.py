@@ -3,6 +3,10 @@
 A malformed call (unknown action, unknown or missing argument, wrong argument type) raises
 ``ValueError`` naming the valid choices, as AI2-THOR does. Whether the action is possible is
 decided by its handler and reported as data (:class:`ActionResult`).
+
+:data:`ACTIONS` are what agents do; :data:`SETUP_ACTIONS` set a scene up (AI2-THOR clients run
+them before an episode) and run through ``Controller.step`` only, never ``multi_step`` or an
+environment's primitive actions. ``Initialize`` is a setup action the Controller handles itself.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.sim import interaction, navigation, state_changes
+from benchmark.sim import interaction, navigation, placing, spawning, state_changes
 from benchmark.sim.world import OK, ActionResult, World
 
 NUMBER = (int, float)
+OPTIONAL_LIST = (list, type(None))
 # Actions that only move or turn the agent or its camera.
 NAVIGATION = (
     "MoveAhead",
@@ -94,15 +99,58 @@ ACTIONS: dict[str, ActionSpec] = {
 }
 
 
+SETUP_ACTIONS: dict[str, ActionSpec] = {
+    "InitialRandomSpawn": ActionSpec(
+        spawning.initial_random_spawn,
+        optional={
+            "randomSeed": (int,),
+            "forceVisible": (bool,),
+            "placeStationary": (bool,),
+            "numDuplicatesOfType": OPTIONAL_LIST,
+            "excludedReceptacles": OPTIONAL_LIST,
+            "excludedObjectIds": OPTIONAL_LIST,
+            "objectIds": OPTIONAL_LIST,
+            "receptacleObjectIds": OPTIONAL_LIST,
+            "numPlacementAttempts": (int,),
+            "allowFloor": (bool,),
+            "allowMoveable": (bool,),
+        },
+    ),
+    "PlaceObjectAtPoint": ActionSpec(
+        placing.place_object_at_point,
+        required={**_OBJ, "position": (dict,)},
+        optional={"rotation": (dict, int, float, type(None)), "forceKinematic": (bool,)},
+    ),
+    "SetObjectPoses": ActionSpec(
+        placing.set_object_poses,
+        required={"objectPoses": (list,)},
+        optional={"placeStationary": (bool,)},
+    ),
+}
+# Handled by the Controller (it re-creates the agents); listed so that errors can name it.
+INITIALIZE = "Initialize"
+
+
 def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
     return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
 
 
-def validate(action: Any, kwargs: Mapping[str, Any]) -> tuple[str, ActionSpec, dict[str, Any]]:
-    """Check an action call; returns (name, spec, arguments) or raises ValueError."""
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise ValueError(f"unknown action {action!r}; valid actions are {sorted(ACTIONS)}")
-    spec = ACTIONS[action]
+def validate(
+    action: Any, kwargs: Mapping[str, Any], setup: bool = False
+) -> tuple[str, ActionSpec, dict[str, Any]]:
+    """Check an action call; returns (name, spec, arguments) or raises ValueError.
+
+    ``setup``: whether :data:`SETUP_ACTIONS` are allowed here (``Controller.step``).
+    """
+    table = {**ACTIONS, **SETUP_ACTIONS} if setup else ACTIONS
+    if isinstance(action, str) and not setup and (action in SETUP_ACTIONS or action == INITIALIZE):
+        raise ValueError(
+            f"{action} sets the scene up: run it with Controller.step, not as an agent's action"
+        )
+    if not isinstance(action, str) or action not in table:
+        valid = sorted([*table, INITIALIZE] if setup else table)
+        raise ValueError(f"unknown action {action!r}; valid actions are {valid}")
+    spec = table[action]
     allowed = {**spec.required, **spec.optional}
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:

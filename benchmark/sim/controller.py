@@ -15,62 +15,33 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.sim.actions import ActionSpec, validate
+from benchmark.sim.actions import INITIALIZE, ActionSpec, validate
 from benchmark.sim.events import Event, MultiAgentEvent
 from benchmark.sim.facts import object_facts
-from benchmark.sim.scene import GRID_SIZE, Scene, load_scene
-from benchmark.sim.world import ActionResult, AgentState, World, restore, snapshot
-
-MAX_AGENTS = 5
-_INIT_DEFAULTS: dict[str, Any] = {
-    "scene": "FloorPlan1",
-    "agentCount": 1,
-    "gridSize": GRID_SIZE,
-    "visibilityDistance": 1.5,
-    "fieldOfView": 90,
-    "seed": 0,
-    "width": 300,
-    "height": 300,
-    "cache_dir": None,
-}
+from benchmark.sim.initialize import (
+    AGENT_DEFAULTS,
+    CONSTRUCTOR_PARAMS,
+    CONTROLLER_DEFAULTS,
+    check_params,
+    initialize_params,
+)
+from benchmark.sim.interaction import drop
+from benchmark.sim.scene import load_scene
+from benchmark.sim.world import OK, ActionResult, AgentState, World, restore, snapshot
 
 
-def _check_init(params: dict[str, Any]) -> None:
-    unknown = sorted(set(params) - set(_INIT_DEFAULTS))
-    if unknown:
+def start_poses(cells: Sequence[tuple[int, int]], count: int, seed: int) -> list[AgentState]:
+    """Distinct seeded start cells, from ``cells``, and headings on the 90-degree grid."""
+    if count > len(cells):
         raise ValueError(
-            f"unknown Controller argument(s) {unknown}; "
-            f"valid arguments are {sorted(_INIT_DEFAULTS)}"
+            f"agentCount={count} needs {count} free reachable cells, there are {len(cells)}"
         )
-    count = params["agentCount"]
-    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_AGENTS:
-        raise ValueError(f"agentCount={count!r} must be an integer in 1..{MAX_AGENTS}")
-    if params["gridSize"] != GRID_SIZE:
-        raise ValueError(
-            f"gridSize={params['gridSize']!r}: the embedded simulator supports only {GRID_SIZE}, "
-            "the grid the reachable positions were recorded on"
-        )
-    vis = params["visibilityDistance"]
-    if not isinstance(vis, int | float) or isinstance(vis, bool) or vis <= 0:
-        raise ValueError(f"visibilityDistance={vis!r} must be a positive number of metres")
-    fov = params["fieldOfView"]
-    if not isinstance(fov, int | float) or isinstance(fov, bool) or not 0 < fov < 180:
-        raise ValueError(f"fieldOfView={fov!r} must be in (0, 180) degrees")
-    seed = params["seed"]
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed={seed!r} must be a non-negative integer")
-
-
-def start_poses(scene: Scene, count: int, seed: int) -> list[AgentState]:
-    """Distinct seeded start cells and headings on the reachable grid."""
-    if count > len(scene.reachable):
-        raise ValueError(f"{scene.name} has only {len(scene.reachable)} reachable cells")
     rng = np.random.default_rng(seed)
-    cells = rng.choice(len(scene.reachable), size=count, replace=False)
+    chosen = rng.choice(len(cells), size=count, replace=False)
     headings = rng.integers(0, 4, size=count) * 90
     return [
-        AgentState(*scene.reachable[c], rotation=int(h), horizon=0, standing=True, held=-1)
-        for c, h in zip(cells, headings, strict=True)
+        AgentState(*cells[c], rotation=int(h), horizon=0, standing=True, held=-1)
+        for c, h in zip(chosen, headings, strict=True)
     ]
 
 
@@ -83,9 +54,40 @@ class Controller:
         gridSize: must be 0.25 (metres).
         visibilityDistance: how far an agent sees and reaches, metres.
         fieldOfView: horizontal and vertical field of view, degrees.
+        rotateStepDegrees: how far RotateLeft/RotateRight turn without ``degrees``: 90, 180,
+            270 or a multiple of 360 (AI2-THOR's rule under ``snapToGrid``).
         seed: chooses the agents' start cells and headings.
         width, height: reported screen size (no frames are rendered).
         cache_dir: asset cache directory (default: see :func:`benchmark.paths.cache_dir`).
+        **thor: AI2-THOR's other initialisation parameters: ``snapToGrid`` (must be True),
+            ``agentMode`` (must be ``"default"``), the render flags (``renderDepthImage``,
+            ``renderInstanceSegmentation``, ``renderObjectImage``, ...) and the Unity launcher
+            arguments (``quality``, ``headless``, ``x_display``, ...), accepted and ignored;
+            see :mod:`benchmark.sim.initialize`. Unknown names raise ValueError.
+
+    Scene set-up actions (``step`` only): ``Initialize`` re-creates the agents on the current
+    scene with new parameters, objects untouched: the first agent keeps its pose, the others
+    start at seeded free cells, held objects are set down; omitted parameters take AI2-THOR's
+    defaults (``agentCount`` falls back to 1), and ``initialization_parameters`` (so
+    ``reset``) keep the constructor's, as in AI2-THOR. ``InitialRandomSpawn``,
+    ``PlaceObjectAtPoint`` and ``SetObjectPoses``: see :mod:`benchmark.sim.spawning` and
+    :mod:`benchmark.sim.placing`. ``forceAction`` skips the sight checks (distance, view, line
+    of sight, closed receptacle around the target) and, for PutObject, the compatibility table;
+    never an unknown object or a capability rule.
+
+    Differences from AI2-THOR:
+
+    * agents stand on the 0.25 m grid. Headings are exact (any ``degrees``, any teleport
+      yaw; metadata reports them as given, in [0, 360)); a move goes along the facing and ends
+      on the nearest grid point (:mod:`benchmark.sim.navigation`);
+    * objectIds never change: AI2-THOR renames objects after their new positions following
+      InitialRandomSpawn and SetObjectPoses; here positions, boxes and ``parentReceptacles``
+      change and the ids stay;
+    * objects are boxes: object rotations are checked and not applied; a point is put on the
+      receptacle box below or around it (:mod:`benchmark.sim.placing`);
+    * copies (``numDuplicatesOfType`` above the count present, a name listed twice in
+      SetObjectPoses), moving furniture and non-default agent bodies are refused with a clear
+      message; a bad Initialize argument raises ValueError (AI2-THOR fails the action).
 
     Example:
         >>> c = Controller(scene="FloorPlan1", agentCount=2, seed=0)
@@ -102,27 +104,55 @@ class Controller:
     # ------------------------------------------------------------------ lifecycle
     def reset(self, scene: str | None = None, **params: Any) -> Event | MultiAgentEvent:
         """Load ``scene`` (default: the current one) with updated parameters; agents respawn."""
-        merged = {**_INIT_DEFAULTS, **self.initialization_parameters, **params}
+        merged = {
+            **CONTROLLER_DEFAULTS,
+            **AGENT_DEFAULTS,
+            **self.initialization_parameters,
+            **params,
+        }
         if scene is not None:
             merged["scene"] = scene
-        _check_init(merged)
+        check_params(merged, CONSTRUCTOR_PARAMS, "Controller")
         loaded = load_scene(merged["scene"], merged["cache_dir"])
         self.initialization_parameters = merged
         self.scene = loaded
-        self.agent_count: int = merged["agentCount"]
-        self._screen = (int(merged["width"]), int(merged["height"]))
-        self.world = World(
-            loaded,
-            object_facts(),
-            start_poses(loaded, self.agent_count, merged["seed"]),
-            float(merged["visibilityDistance"]),
-            float(merged["fieldOfView"]),
-        )
-        self._last: list[tuple[str, ActionResult]] = [
-            ("Initialize", ActionResult(True))
-        ] * self.agent_count
-        self.last_event = self._event(0)
+        self.world = World(loaded, object_facts(), [], 1.0, 90.0)
+        agents = start_poses(loaded.reachable, merged["agentCount"], merged["seed"])
+        return self._start_agents(merged, agents, 0)
+
+    def _start_agents(
+        self, params: dict[str, Any], agents: list[AgentState], active: int
+    ) -> Event | MultiAgentEvent:
+        """Put ``agents`` in the world with the (checked) agent parameters ``params``."""
+        world = self.world
+        self.agent_count: int = params["agentCount"]
+        self._screen = (params["width"], params["height"])
+        world.agents = agents
+        world.occupied = {(a.i, a.j): k for k, a in enumerate(agents)}
+        world.visibility_distance = float(params["visibilityDistance"])
+        world.fov = float(params["fieldOfView"])
+        world.rotate_step = float(params["rotateStepDegrees"])
+        self._last: list[tuple[str, ActionResult]] = [(INITIALIZE, OK)] * self.agent_count
+        self.last_event = self._event(active if active < self.agent_count else 0)
         return self.last_event
+
+    def _initialize(self, agent: int, args: dict[str, Any]) -> Event | MultiAgentEvent:
+        """The ``Initialize`` step: agents re-created on the current scene, objects as they are.
+
+        As in AI2-THOR the first agent keeps its pose and the others are new: they start at
+        seeded free cells (``seed``). Held objects are set down where their holders stand.
+        """
+        params = initialize_params(args, self.initialization_parameters)
+        world = self.world
+        first = world.agents[0]
+        free = [c for c in self.scene.reachable if c != (first.i, first.j)]
+        others = start_poses(free, params["agentCount"] - 1, params["seed"])
+        for k, a in enumerate(world.agents):
+            if a.held >= 0:
+                drop(world, k, INITIALIZE)
+        first = world.agents[0]
+        world.tick += 1
+        return self._start_agents(params, [first, *others], agent)
 
     def stop(self) -> None:
         """Nothing to release; kept for AI2-THOR compatibility."""
@@ -147,10 +177,15 @@ class Controller:
         return action, dict(kwargs)
 
     def step(self, action: str | dict | None = None, **kwargs: Any) -> Event | MultiAgentEvent:
-        """Run one action for one agent (``agentId``, default 0); the others stand still."""
+        """Run one action for one agent (``agentId``, default 0); the others stand still.
+
+        Scene set-up actions run here too (see the class docstring).
+        """
         name, args = self._split(action, kwargs)
         agent = self._agent_id(args.pop("agentId", 0))
-        name, spec, args = validate(name, args)
+        if name == INITIALIZE:
+            return self._initialize(agent, args)
+        name, spec, args = validate(name, args, setup=True)
         self._last[agent] = (name, spec.handler(self.world, agent, name, **args))
         self.world.tick += 1
         self.last_event = self._event(agent)

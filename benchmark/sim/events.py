@@ -91,6 +91,7 @@ def build_metadata(
         "objects": [
             object_metadata(world, agent_index, k, children, static)
             for k, static in enumerate(world.static_records())
+            if k not in world.removed
         ],
         "agent": {
             "name": "agent",

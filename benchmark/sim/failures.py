@@ -33,6 +33,9 @@ class Failure(StrEnum):
     BLOCKED = "blocked"  # another agent stands in the way
     UNREACHABLE = "unreachable"  # a wall, furniture or the edge of the grid is in the way
     OUT_OF_RANGE = "out_of_range"  # a camera angle or posture the agent cannot take
+    OUT_OF_SCENE = "out_of_scene"  # a point outside the scene, or with no surface below it
+    BAD_ARGUMENT = "bad_argument"  # an argument value AI2-THOR reports as a failed action
+    UNSUPPORTED = "unsupported"  # valid in AI2-THOR, beyond the embedded simulator (copies...)
 
 
 PERMANENT = frozenset(
@@ -44,5 +47,8 @@ PERMANENT = frozenset(
         Failure.INCOMPATIBLE,
         Failure.INCAPABLE,
         Failure.BROKEN,
+        Failure.OUT_OF_SCENE,
+        Failure.BAD_ARGUMENT,
+        Failure.UNSUPPORTED,
     }
 )

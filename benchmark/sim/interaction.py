@@ -8,6 +8,11 @@ from benchmark.sim.state_changes import settle
 from benchmark.sim.world import OK, ActionResult, World, failed, find_target
 
 PLACE_MARGIN = 0.1  # metres kept between a placed object and the receptacle's edge
+# Receptacles made for particular objects (AI2-THOR's ObjectSpecificReceptacle): their object
+# types hold even under forceAction, which lifts the compatibility table everywhere else.
+OBJECT_SPECIFIC = frozenset(
+    {"CoffeeMachine", "StoveBurner", "ToiletPaperHanger", "TowelHolder", "HandTowelHolder"}
+)
 
 
 def pickup(
@@ -60,6 +65,9 @@ def put(
     forceAction: bool = False,
     placeStationary: bool = True,
 ) -> ActionResult:
+    """Put the held object in or on a receptacle. ``forceAction`` also lifts the compatibility
+    table (not for :data:`OBJECT_SPECIFIC` receptacles), as AI2-THOR does; a closed receptacle
+    or an empty hand still fails."""
     agent = world.agents[a]
     if agent.held < 0:
         return failed(Failure.HANDS_EMPTY, f"{action} failed: the agent is not holding any object")
@@ -71,7 +79,8 @@ def put(
         return failed(Failure.NOT_RECEPTACLE, f"{action} failed: {objectId} is not a receptacle")
     if rec.openable and not world.objs[index].is_open:
         return failed(Failure.RECEPTACLE_CLOSED, f"{action} failed: {objectId} is closed")
-    if not world.facts.accepts(rec.object_type, held.object_type):
+    forced = forceAction and rec.object_type not in OBJECT_SPECIFIC
+    if not forced and not world.facts.accepts(rec.object_type, held.object_type):
         return failed(
             Failure.INCOMPATIBLE,
             f"{action} failed: a {held.object_type} cannot be placed in a {rec.object_type}",

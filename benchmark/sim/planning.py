@@ -100,7 +100,7 @@ def shortest_path(
     return None
 
 
-def step_towards(cell: tuple[int, int], nxt: tuple[int, int], rotation: int) -> list[dict]:
+def step_towards(cell: tuple[int, int], nxt: tuple[int, int], rotation: float) -> list[dict]:
     """Primitive actions that turn to face the neighbouring cell ``nxt`` and step into it."""
     want = next(r for r, d in HEADINGS.items() if d == (nxt[0] - cell[0], nxt[1] - cell[1]))
     turn = (want - rotation) % 360
@@ -109,7 +109,8 @@ def step_towards(cell: tuple[int, int], nxt: tuple[int, int], rotation: int) -> 
         actions.append({"action": "RotateRight"})
     elif turn == 270:
         actions.append({"action": "RotateLeft"})
-    elif turn == 180:
-        actions.append({"action": "RotateRight", "degrees": 180})
+    elif turn:
+        # 180, or any turn from a heading off the 90-degree grid.
+        actions.append({"action": "RotateRight", "degrees": turn})
     actions.append({"action": "MoveAhead"})
     return actions

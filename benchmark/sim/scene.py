@@ -5,6 +5,7 @@ Scenes are immutable and cached per process; controllers copy the initial state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import math
@@ -155,7 +156,11 @@ class Scene:
     index_of: dict[str, int]
     static_blob: bytes
     _los: dict = field(default_factory=dict, repr=False, compare=False)
-    furniture_in_sight: dict[int, bool] = field(default_factory=dict, repr=False, compare=False)
+    furniture_in_sight: dict[tuple[int, float, float], bool] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    # Every object type of the 120 recorded scenes (empty: unknown, use this scene's types).
+    known_types: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @property
     def agent_y(self) -> float:
@@ -361,7 +366,8 @@ def _load(name: str, cache_root: str | None) -> Scene:
             f"scene file {path} is unreadable ({err}); delete {directory} and run "
             "'python -m benchmark.sim.scene_cache' to rebuild it"
         ) from err
-    return scene_from_dict(data)
+    types = frozenset(t for counts in _manifest(cache_root)["types"].values() for t in counts)
+    return dataclasses.replace(scene_from_dict(data), known_types=types)
 
 
 @lru_cache(maxsize=4)

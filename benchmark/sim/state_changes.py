@@ -33,7 +33,9 @@ def _knobs(world: World) -> list[int]:
     return [s.index for s in world.specs if s.controlled]
 
 
-def _basin_of(world: World, faucet: int) -> int:
+def basin_of(world: World, faucet: int) -> int:
+    """The basin (SinkBasin, BathtubBasin) a faucet's running water reaches: the nearest
+    within ``FAUCET_REACH`` metres (-1: none)."""
     fx, _, fz = world.position(faucet)
     best, best_d = -1, FAUCET_REACH
     for s in world.specs:
@@ -70,7 +72,7 @@ def settle(world: World) -> None:
                 if world.objs[d].temperature != "Cold":
                     world.update(d, temperature="Cold")
         elif spec.object_type == "Faucet" and st.is_toggled:
-            basin = _basin_of(world, k)
+            basin = basin_of(world, k)
             for d in world.descendants(basin, children) if basin >= 0 else ():
                 ds, dst = world.specs[d], world.objs[d]
                 if ds.dirtyable and dst.is_dirty:

@@ -27,12 +27,16 @@ HELD_DROP = 0.3  # metres below the camera
 
 
 class AgentState(NamedTuple):
-    """One agent: grid cell (i, j), heading and pitch in degrees, posture, held object index."""
+    """One agent: grid cell (i, j), heading and pitch in degrees, posture, held object index.
+
+    ``rotation`` is exact, in [0, 360): an int on the 90-degree grid and wherever the turns
+    added up to a whole number of degrees, else a float (see :mod:`benchmark.sim.navigation`).
+    """
 
     i: int
     j: int
-    rotation: int
-    horizon: int
+    rotation: float
+    horizon: float
     standing: bool
     held: int
 
@@ -60,6 +64,15 @@ def failed(reason: Failure, message: str, other_agent: int = -1) -> ActionResult
 HEADINGS = {0: (0, 1), 90: (1, 0), 180: (0, -1), 270: (-1, 0)}
 
 
+def facing(rotation: float) -> tuple[float, float]:
+    """Unit (dx, dz) of a heading in degrees (0 faces +z, 90 faces +x); exact on the grid."""
+    grid = HEADINGS.get(int(rotation)) if rotation == int(rotation) else None
+    if grid is not None:
+        return grid
+    rad = math.radians(rotation)
+    return math.sin(rad), math.cos(rad)
+
+
 class World:
     """Simulation state plus the containment, geometry and visibility queries over it."""
 
@@ -80,6 +93,9 @@ class World:
         self.occupied: dict[tuple[int, int], int] = {(a.i, a.j): k for k, a in enumerate(agents)}
         self.visibility_distance = visibility_distance
         self.fov = fov
+        self.rotate_step = 90.0  # degrees RotateLeft/RotateRight turn by default
+        # Objects taken out of the scene by SetObjectPoses: absent from metadata and index_of.
+        self.removed: frozenset[int] = frozenset()
         self.tick = 0
 
     # ----------------------------------------------------------------- containment
@@ -145,7 +161,7 @@ class World:
         while self.objs[root].holder < 0:
             root = self.objs[root].parent
         agent = self.agents[who]
-        dx, dz = HEADINGS[agent.rotation]
+        dx, dz = facing(agent.rotation)
         hx = agent.i * GRID_SIZE + HELD_REACH * dx
         hz = agent.j * GRID_SIZE + HELD_REACH * dz
         hy = self.camera_y(agent) - HELD_DROP
@@ -230,6 +246,15 @@ class World:
         self.index_of = {**self.index_of, spec.object_id: spec.index}
         return spec.index
 
+    def remove_object(self, index: int) -> None:
+        """Take an object out of the scene for good (SetObjectPoses): it leaves the metadata
+        and its objectId becomes unknown."""
+        self.update(index, active=False, parent=-1, holder=-1)
+        oid = self.specs[index].object_id
+        # New containers, not updates: snapshots share the old ones.
+        self.index_of = {k: v for k, v in self.index_of.items() if k != oid}
+        self.removed = self.removed | {index}
+
     def move_agent(self, agent_index: int, agent: AgentState) -> None:
         old = self.agents[agent_index]
         if (old.i, old.j) != (agent.i, agent.j):
@@ -241,7 +266,12 @@ class World:
 def find_target(
     world: World, a: int, action: str, object_id: str, force: bool, allow_held: bool = False
 ) -> tuple[int, ActionResult | None]:
-    """Resolve ``object_id`` for agent ``a``; returns (index, None) or (-1, failure)."""
+    """Resolve ``object_id`` for agent ``a``; returns (index, None) or (-1, failure).
+
+    ``force`` (AI2-THOR's ``forceAction``) skips what AI2-THOR's flag skips, the sight checks:
+    distance, field of view, line of sight and being shut inside a closed receptacle. It never
+    finds an unknown or vanished object, nor one in another agent's hands.
+    """
     index = world.index_of.get(object_id, -1)
     if index < 0:
         return -1, failed(
@@ -260,7 +290,7 @@ def find_target(
         return -1, failed(
             Failure.HELD_BY_OTHER, f"{action} failed: {object_id} is held by agent {who}", who
         )
-    if who < 0 and world.enclosed(index):
+    if who < 0 and not force and world.enclosed(index):
         return -1, failed(
             Failure.ENCLOSED, f"{action} failed: {object_id} is inside a closed receptacle"
         )
