@@ -167,8 +167,9 @@ def test_concat_mode_and_per_agent_policies(sft_model: Path, tmp_path: Path) -> 
 
 def test_rows_sharing_a_prompt_run_it_once_with_the_same_results(sft_model: Path) -> None:
     policy = Policy(sft_model, value_head=True, threads=1)
-    torch.nn.init.normal_(policy.value_head.weight)
     g = torch.Generator().manual_seed(0)
+    # Seeded here: the global generator's state depends on which tests ran before in the worker.
+    torch.nn.init.normal_(policy.value_head.weight, generator=g)
     prompts = [torch.randint(5, 400, (n,), generator=g).tolist() for n in (20, 13)]
     rows, starts = [], []
     for k in range(6):
@@ -191,7 +192,9 @@ def test_rows_sharing_a_prompt_run_it_once_with_the_same_results(sft_model: Path
         a, b = getattr(outs[0], field), getattr(outs[1], field)
         assert float(((a - b) * mask).abs().max().detach()) < 1e-4, field
     for a, b in zip(*grads, strict=True):
-        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+        # Summation order differs, so rounding scales with the gradient's magnitude (entries
+        # in the hundreds): compare against that, not entry by entry.
+        assert float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) + 1e-6
 
 
 def _comparable(stats: dict) -> dict:
