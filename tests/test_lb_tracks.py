@@ -48,7 +48,16 @@ def test_a_track_refuses_fields_of_the_wrong_type() -> None:
 
 def test_the_suites_are_the_benchmarks_suite_files() -> None:
     known = suites()
-    assert set(known) == {"default", "full", "llm_val", "mapthor", "search", "smoke", "test"}
+    assert set(known) == {
+        "default",
+        "full",
+        "llm_val",
+        "mapthor",
+        "mapthor_llamar",
+        "search",
+        "smoke",
+        "test",
+    }
     smoke = load_suite("smoke")
     raw = yaml.safe_load((CONFIGS_DIR / "suite" / "smoke.yaml").read_text())
     assert [e.task for e in smoke.entries] == [e["task"] for e in raw["entries"]]
