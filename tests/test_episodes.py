@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.task_files import write_task
 
 from benchmark.episode import make_episode, pick_scene
 from benchmark.goals import holds
@@ -75,19 +75,9 @@ def test_the_explicit_instruction_names_the_grounded_objects() -> None:
 
 
 def _task_file(tmp_path: Path, goal: list[str], scenes: dict, setup: dict | None = None) -> Path:
-    path = tmp_path / "prepare_states_v0.yaml"
-    data = {
-        "id": "prepare_states_v0",
-        "family": "prepare",
-        "instructions": {"explicit": "Do {subjects}.", "types": "Do it.", "implicit": "Hm."},
-        "scenes": scenes,
-        "agents": {"min": 1, "max": 2},
-        "limits": {"ticks": 100, "decisions": 50},
-        "goal": goal,
-        **({"setup": setup} if setup else {}),
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_task(
+        tmp_path, "prepare_states_v0", goal, scenes, setup=setup, agents=(1, 2), limits=(100, 50)
+    )
 
 
 def test_setup_opens_and_dirties_what_it_names(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers.task_files import write_task
 
 from baselines.goal_routes import UnpursuableGoal
 from benchmark.agents import make_team
@@ -25,20 +25,10 @@ def _task(
     rooms: str | list[str] = "kitchens",
     setup: dict | None = None,
 ) -> Path:
-    path = tmp_path / f"{task_id}.yaml"
     scenes = {"room_types": [rooms]} if isinstance(rooms, str) else {"list": rooms}
-    data = {
-        "id": task_id,
-        "family": "prepare",
-        "instructions": {"explicit": "Do {subjects}.", "types": "Do it.", "implicit": "Hm."},
-        "scenes": scenes,
-        "agents": {"min": 1, "max": 4},
-        "limits": {"ticks": 400, "decisions": 200},
-        "goal": goal,
-        **({"setup": setup} if setup else {}),
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_task(
+        tmp_path, task_id, goal, scenes, setup=setup, agents=(1, 4), limits=(400, 200)
+    )
 
 
 def _play(path: Path, team: str, n: int, seed: int, scene: str | None = None) -> dict:

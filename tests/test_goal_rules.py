@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import face, first_of
+from helpers.task_files import write_task
 
 from benchmark.episode import make_episode
 from benchmark.goal_rules import ImpossibleGoal, check_clause, type_capabilities
@@ -21,18 +21,7 @@ KITCHENS = {"room_types": ["kitchens"]}
 
 
 def _task(tmp_path: Path, task_id: str, goal: list[str], scenes: dict) -> Path:
-    path = tmp_path / f"{task_id}.yaml"
-    data = {
-        "id": task_id,
-        "family": "prepare",
-        "instructions": {"explicit": "Do {subjects}.", "types": "Do it.", "implicit": "Hm."},
-        "scenes": scenes,
-        "agents": {"min": 1, "max": 3},
-        "limits": {"ticks": 200, "decisions": 80},
-        "goal": goal,
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_task(tmp_path, task_id, goal, scenes)
 
 
 def _do(c: Controller, action: str, **kwargs) -> None:

@@ -44,9 +44,10 @@ def test_freed_memory_goes_back_to_the_os() -> None:
     assert got["held"] - got["after"] > 300, got
 
 
-def test_it_is_harmless_to_call_again() -> None:
-    assert release_free_memory() in (True, False)
-    assert release_free_memory() == release_free_memory()
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc: Linux")
+def test_it_runs_on_glibc_every_time_it_is_called() -> None:
+    # The backend calls it after every decode: it must keep working, not just the first time.
+    assert [release_free_memory() for _ in range(3)] == [True, True, True]
 
 
 def test_the_hf_backend_releases_after_each_decode(
