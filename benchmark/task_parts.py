@@ -118,65 +118,65 @@ def _placed_object(ref: Any, scene: str, field: str) -> str:
     return ref
 
 
-def parse_place(data: Any, candidates: list[str]) -> dict[str, tuple[Placement, ...]]:
-    """``setup.place``: floor plan -> placements in the order they apply."""
+def _per_plan(
+    data: Any, candidates: list[str], field: str, items: str, parse_item: Any
+) -> dict[str, tuple]:
+    """A mapping floor plan -> non-empty list, each item read by ``parse_item(item, scene,
+    where)``; one entry per floor plan (``FloorPlan1`` and ``FloorPlan1_physics`` are one)."""
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise PartError(
-            "setup.place", "a mapping floor plan -> [{object: ..., position: [x, y, z]}]", data
+        raise PartError(field, f"a mapping floor plan -> list of {items}", data)
+    out: dict[str, tuple] = {}
+    for key, values in data.items():
+        scene = _scene_key(key, candidates, f"{field}.{key}")
+        if scene in out:
+            raise PartError(f"{field}.{key}", f"one entry per floor plan ({scene} is given twice)")
+        if not isinstance(values, list) or not values:
+            raise PartError(f"{field}.{key}", f"a non-empty list of {items}", values)
+        out[scene] = tuple(
+            parse_item(value, scene, f"{field}.{key}[{k}]") for k, value in enumerate(values)
         )
-    out: dict[str, tuple[Placement, ...]] = {}
-    for key, items in data.items():
-        scene = _scene_key(key, candidates, f"setup.place.{key}")
-        if not isinstance(items, list) or not items:
-            raise PartError(f"setup.place.{key}", "a non-empty list of placements", items)
-        placements = []
-        for k, item in enumerate(items):
-            where = f"setup.place.{key}[{k}]"
-            if not isinstance(item, dict) or set(item) != {"object", "position"}:
-                raise PartError(where, "a mapping with 'object' and 'position'", item)
-            placements.append(
-                Placement(
-                    _placed_object(item["object"], scene, f"{where}.object"),
-                    _point(item["position"], f"{where}.position"),
-                )
-            )
-        out[scene] = tuple(placements)
     return out
+
+
+def _placement(item: Any, scene: str, where: str) -> Placement:
+    if not isinstance(item, dict) or set(item) != {"object", "position"}:
+        raise PartError(where, "a mapping with 'object' and 'position'", item)
+    return Placement(
+        _placed_object(item["object"], scene, f"{where}.object"),
+        _point(item["position"], f"{where}.position"),
+    )
+
+
+def parse_place(data: Any, candidates: list[str]) -> dict[str, tuple[Placement, ...]]:
+    """``setup.place``: floor plan -> placements in the order they apply."""
+    return _per_plan(
+        data, candidates, "setup.place", "placements {object: ..., position: [x, y, z]}", _placement
+    )
 
 
 def _clause_ids(clause: Clause) -> list[str]:
     return [ref for ref in (clause.subject, clause.target or "") if "|" in ref]
 
 
+def _scene_clause(text: Any, scene: str, where: str) -> Clause:
+    try:
+        clause = parse_clause(text)
+    except GoalError as err:
+        raise PartError(where, f"a goal clause ({err})", text) from err
+    problem = clause_problem(clause)
+    if problem is not None:
+        raise PartError(where, f"a clause that can hold ({problem})", text)
+    for oid in _clause_ids(clause):
+        if oid not in recorded_objects(scene):
+            raise PartError(where, f"objectIds of the recorded {scene}", oid)
+    return clause
+
+
 def parse_scene_goals(data: Any, candidates: list[str]) -> dict[str, tuple[Clause, ...]]:
     """``scene_goals``: floor plan -> clauses added to the task's goal there."""
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise PartError("scene_goals", "a mapping floor plan -> list of goal clauses", data)
-    out: dict[str, tuple[Clause, ...]] = {}
-    for key, texts in data.items():
-        scene = _scene_key(key, candidates, f"scene_goals.{key}")
-        if not isinstance(texts, list) or not texts:
-            raise PartError(f"scene_goals.{key}", "a non-empty list of goal clauses", texts)
-        clauses = []
-        for k, text in enumerate(texts):
-            where = f"scene_goals.{key}[{k}]"
-            try:
-                clause = parse_clause(text)
-            except GoalError as err:
-                raise PartError(where, str(err)) from err
-            problem = clause_problem(clause)
-            if problem is not None:
-                raise PartError(where, f"a clause that can hold ({problem})", text)
-            for oid in _clause_ids(clause):
-                if oid not in recorded_objects(scene):
-                    raise PartError(where, f"objectIds of the recorded {scene}", oid)
-            clauses.append(clause)
-        out[scene] = tuple(clauses)
-    return out
+    return _per_plan(data, candidates, "scene_goals", "goal clauses", _scene_clause)
 
 
 def parse_source(data: Any) -> Source | None:
@@ -194,6 +194,6 @@ def parse_source(data: Any) -> Source | None:
     if not isinstance(data["name"], str) or not data["name"].strip():
         raise PartError("source.name", "the task's name in its suite", data["name"])
     level = data.get("level")
-    if level is not None and (isinstance(level, bool) or level not in SOURCE_LEVELS):
+    if level is not None and (type(level) is not int or level not in SOURCE_LEVELS):
         raise PartError("source.level", f"one of {list(SOURCE_LEVELS)}", level)
     return Source(data["suite"], data["name"], level)

@@ -133,6 +133,14 @@ def test_a_type_names_the_one_object_of_that_type(tmp_path: Path) -> None:
             "setup.place.FloorPlan2[0]",
             "'object' and 'position'",
         ),
+        (
+            {
+                "FloorPlan2": [{"object": LETTUCE2, "position": POINT2}],
+                "FloorPlan2_physics": [{"object": LETTUCE2, "position": POINT2}],
+            },
+            "setup.place.FloorPlan2_physics",
+            "one entry per floor plan",
+        ),
     ],
 )
 def test_a_malformed_placement_is_rejected_naming_the_file_and_field(
@@ -199,6 +207,16 @@ def test_scene_goals_add_clauses_on_their_floor_plan(tmp_path: Path) -> None:
             "a clause that can hold",
         ),
         ({"source": {"suite": "mapthor", "name": "x", "level": 5}}, "source.level", "[1, 2, 3, 4]"),
+        (
+            {"source": {"suite": "mapthor", "name": "x", "level": 2.0}},
+            "source.level",
+            "[1, 2, 3, 4]",
+        ),
+        (
+            {"scene_goals": {"FloorPlan1": ["all: isOpen(Fridge"]}},
+            "scene_goals.FloorPlan1[0]",
+            "a goal clause (",
+        ),
         ({"source": {"suite": "MAP THOR", "name": "x"}}, "source.suite", "lower-case suite name"),
         ({"source": {"suite": "mapthor"}}, "source", "'suite', 'name'"),
     ],
