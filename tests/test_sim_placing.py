@@ -300,3 +300,20 @@ def test_set_object_poses_refuses_copies_moving_furniture_and_an_empty_list() ->
     assert state_hash(c) == before
     with pytest.raises(ValueError, match="objectPoses\\[0\\]"):
         c.step(action="SetObjectPoses", objectPoses=[{"name": "Apple_1"}])
+    # A pose outside the scene fails and leaves that object where it was, still in the scene.
+    book = next(o for o in _do(c, "Pass")["objects"] if o["objectType"] == "Book")
+    far = [
+        {**p, "position": {"x": 100.0, "y": -50.0, "z": 100.0}}
+        if p["objectName"] == book["name"]
+        else p
+        for p in _poses(_do(c, "Pass"))
+    ]
+    out = _do(c, "SetObjectPoses", objectPoses=far)
+    assert not out["lastActionSuccess"] and "not within scene bounds" in out["errorMessage"]
+    assert obj(c.last_event, book["objectId"])["position"] == book["position"]
+    assert obj(c.last_event, book["objectId"])["parentReceptacles"]
+    with pytest.raises(ValueError, match="finite"):
+        c.step(
+            action="SetObjectPoses",
+            objectPoses=[{**far[0], "rotation": {"x": 0, "y": float("nan"), "z": 0}}],
+        )

@@ -13,6 +13,7 @@ from conftest import check_containment, first_of, obj, state_hash
 
 from benchmark.sim import Controller
 from benchmark.sim.actions import SETUP_ACTIONS
+from benchmark.sim.initialize import RENDER_FLAGS
 
 
 def _do(c: Controller, action: str, **kwargs) -> dict:
@@ -115,12 +116,7 @@ def test_initialize_validates_like_the_constructor(params: dict, message: str) -
 def test_render_flags_and_launcher_arguments_are_accepted_and_documented() -> None:
     c = Controller(
         scene="FloorPlan1",
-        renderDepthImage=True,
-        renderInstanceSegmentation=True,
-        renderSemanticSegmentation=True,
-        renderObjectImage=True,
-        renderClassImage=True,
-        fastActionEmit=True,
+        **dict.fromkeys(RENDER_FLAGS, True),  # every flag the docs promise, not a sample
         snapToGrid=True,
         rotateStepDegrees=90,
         agentMode="default",
@@ -137,6 +133,8 @@ def test_render_flags_and_launcher_arguments_are_accepted_and_documented() -> No
     with pytest.raises(ValueError, match="valid arguments are"):
         c.step(action="Initialize", quality="Very Low")
     assert "renderInstanceSegmentation" in (Controller.__doc__ or "")
+    ev = c.step(action="Initialize", **dict.fromkeys(RENDER_FLAGS, True))
+    assert ev.metadata["lastActionSuccess"]
 
 
 def test_rotate_step_degrees_sets_the_default_turn() -> None:

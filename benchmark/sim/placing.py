@@ -109,8 +109,23 @@ def _check_rotation(value: Any, action: str) -> None:
             for k, v in value.items()
         )
     )
+    values = value.values() if isinstance(value, dict) else [value]
+    ok = ok and all(math.isfinite(v) for v in values)
     if not ok:
-        raise ValueError(f"{action}: rotation must be a number or a dict of numbers x, y, z")
+        raise ValueError(
+            f"{action}: rotation must be a finite number or a dict of finite numbers x, y, z"
+        )
+
+
+def _outside_scene(world: World, x: float, y: float, z: float) -> str:
+    """AI2-THOR's message when (x, y, z) lies outside the scene's bounds, else ''."""
+    x0, x1, y0, y1, z0, z1 = scene_bounds(world)
+    if x0 <= x <= x1 and y0 <= y <= y1 and z0 <= z <= z1:
+        return ""
+    return (
+        f"Position coordinate ({x}, {y}, {z}) is not within scene bounds "
+        f"(x {x0:.2f}..{x1:.2f}, y {y0:.2f}..{y1:.2f}, z {z0:.2f}..{z1:.2f})"
+    )
 
 
 def _free_hand(world: World, index: int) -> None:
@@ -145,13 +160,9 @@ def place_object_at_point(
             f"{action} failed: {objectId} is not pickupable; the embedded simulator moves only "
             "pickupable objects (furniture shapes the reachable grid)",
         )
-    x0, x1, y0, y1, z0, z1 = scene_bounds(world)
-    if not (x0 <= x <= x1 and y0 <= y <= y1 and z0 <= z <= z1):
-        return failed(
-            Failure.OUT_OF_SCENE,
-            f"Position coordinate ({x}, {y}, {z}) is not within scene bounds "
-            f"(x {x0:.2f}..{x1:.2f}, y {y0:.2f}..{y1:.2f}, z {z0:.2f}..{z1:.2f})",
-        )
+    outside = _outside_scene(world, x, y, z)
+    if outside:
+        return failed(Failure.OUT_OF_SCENE, outside)
     support = find_support(world, index, x, y, z)
     if support is None:
         return failed(Failure.OUT_OF_SCENE, f"{action} failed: no surface below ({x}, {y}, {z})")
@@ -200,7 +211,11 @@ def set_object_poses(
     placed: dict[int, tuple[float, float, float]] = {}
     for name, point in poses:
         index = movable.get(name, -1)
-        if index < 0:
+        outside = _outside_scene(world, *point)
+        if index >= 0 and outside and index not in placed:
+            placed[index] = world.position(index)  # listed, so it stays where it is
+            errors.append((Failure.OUT_OF_SCENE, f"{name}: {outside}"))
+        elif index < 0:
             errors.append(
                 (
                     Failure.UNKNOWN_OBJECT,
