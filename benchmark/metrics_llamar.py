@@ -194,6 +194,8 @@ def llamar_metrics(
             f"trace format {trace.get('format')!r} is not supported: LLaMAR's metrics read "
             f"format {TRACE_FORMAT}"
         )
+    if not trace.get("checklist"):
+        raise ValueError("the trace has no checklist atoms: LLaMAR's TR and C need subtasks")
     lists = _Checklist(trace["checklist"])
     names = _names(trace, lists.subjects)
     counts = (
@@ -258,7 +260,7 @@ def llamar_metrics(
         if act == "PutObject":
             held[agent] = None
 
-    items = list(dict.fromkeys(names[s] for s in lists.subjects))
+    items = [names[s] for s in lists.subjects]
     for receptacle in sorted(lists.receptacles):
         items += [f"{receptacle}_{k}" for k in range(1, counts.get(receptacle, 0) + 1)]
     items = list(dict.fromkeys(items))
@@ -269,7 +271,7 @@ def llamar_metrics(
         "TR": len(credited) / len(subtasks),
         "C": len(covered) / len(items),
         "B": min(acting) / max(acting) if acting else None,
-        "L": max(trace["final"]["decisions"].values()),
+        "L": max(trace["final"]["decisions"].values(), default=0),
         "subtasks": subtasks,
         "credited": credited,
         "coverage_items": items,
@@ -283,15 +285,26 @@ def comparison_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     """Ours and LLaMAR's metrics for every episode with a trace in the given run directories
     (``python -m benchmark.run ... output_dir=DIR``): one row per episode with ``baseline``,
     ``task``, ``scene``, ``n_agents`` and ``<metric>`` / ``<metric>_llamar`` for SR, TR, C, B,
-    L."""
+    L. Raises ValueError naming the file for a directory without ``episodes.jsonl``, a line or
+    trace that is not JSON, or a trace LLaMAR's metrics cannot read."""
     rows = []
     for run_dir in map(Path, run_dirs):
-        for line in (run_dir / "episodes.jsonl").read_text().splitlines():
-            row = json.loads(line)
+        episodes = run_dir / "episodes.jsonl"
+        if not episodes.is_file():
+            raise ValueError(f"{run_dir}: no episodes.jsonl (not an output_dir of benchmark.run)")
+        for n, line in enumerate(episodes.read_text().splitlines(), start=1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{episodes}:{n}: not a JSON row: {err}") from err
             if not row.get("trace_path"):
                 continue
-            trace = json.loads((run_dir / row["trace_path"]).read_text())
-            ours, theirs = episode_metrics(trace), llamar_metrics(trace)
+            path = run_dir / row["trace_path"]
+            try:
+                trace = json.loads(path.read_text())
+                ours, theirs = episode_metrics(trace), llamar_metrics(trace)
+            except (OSError, ValueError, KeyError) as err:
+                raise ValueError(f"{path}: {type(err).__name__}: {err}") from err
             out = {k: row.get(k) for k in ("baseline", "task", "scene", "n_agents")}
             for name in LLAMAR_METRICS:
                 out[name], out[f"{name}_llamar"] = ours[name], theirs[name]
@@ -308,10 +321,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("run_dirs", nargs="+", help="output_dir of python -m benchmark.run")
     args = parser.parse_args(argv)
+    try:
+        rows = comparison_rows(args.run_dirs)  # all read before anything is printed
+    except ValueError as err:
+        parser.exit(2, f"error: {err}\n")
     head = ["team", "task", "scene", *(f"{m} ours / LLaMAR" for m in LLAMAR_METRICS)]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for r in comparison_rows(args.run_dirs):
+    for r in rows:
         cells = [f"{_cell(r[m])} / {_cell(r[m + '_llamar'])}" for m in LLAMAR_METRICS]
         print(f"| {r['baseline']} | {r['task']} | {r['scene']} | " + " | ".join(cells) + " |")
     return 0

@@ -258,3 +258,33 @@ def test_atoms_without_a_llamar_subtask_are_refused() -> None:
     trace["checklist"][0] = {**trace["checklist"][0], "predicate": "isCooked", "target": None}
     with pytest.raises(ValueError, match="isCooked=True has no LLaMAR subtask"):
         llamar_metrics(trace)
+
+
+def test_the_command_compares_a_run_directory_and_refuses_a_broken_one(
+    direct, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from benchmark.metrics_llamar import main
+
+    (task, scene, team), (trace, ours, theirs) = next(iter(direct.items()))
+    run = tmp_path / "run"
+    (run / "traces").mkdir(parents=True)
+    (run / "traces" / "one.json").write_text(json.dumps(trace))
+    row = {"baseline": team, "task": task, "scene": scene, "n_agents": 2}
+    (run / "episodes.jsonl").write_text(json.dumps({**row, "trace_path": "traces/one.json"}))
+    assert main([str(run)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 3 and f"| {team} | {task} | {scene} |" in table[2]
+    cells = [c.strip() for c in table[2].strip("|").split("|")][3:]
+    assert cells[0] == f"{ours['SR']:.0f} / {theirs['SR']:.0f}"  # ours first, then LLaMAR's
+    # A directory that is not a run, and a run whose trace is gone: an error naming the path,
+    # and nothing printed before it.
+    for broken in (tmp_path / "nowhere", run):
+        if broken == run:
+            (run / "traces" / "one.json").unlink()
+        with pytest.raises(SystemExit) as exit_:
+            main([str(broken)])
+        assert exit_.value.code == 2
+        out = capsys.readouterr()
+        assert out.out == "" and str(broken) in out.err

@@ -71,3 +71,5 @@ def test_episodes_played_at_once_are_measured_in_one_process(tmp_path: Path) -> 
     assert hoarding["peak_rss_mb"] > both["peak_rss_mb"] + 150, (hoarding, both)
     with pytest.raises(ValueError, match="no job"):
         episode_peak_rss([])
+    with pytest.raises(TypeError, match="job 1 is a dict"):
+        episode_peak_rss((plain, {"task": TASK}))

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -40,15 +41,18 @@ def _memory_mb(pid: int | str, field: str) -> float | None:
 
 
 def episode_peak_rss(
-    job: Job | list[Job], cap_mb: float = 8192.0, poll_s: float = 0.2
+    job: Job | Sequence[Job], cap_mb: float = 8192.0, poll_s: float = 0.2
 ) -> dict[str, Any]:
     """Play ``job`` (or the jobs, at once) in a fresh process; returns ``peak_rss_mb`` (MiB),
     ``wall_s`` (seconds of the whole process: start-up, imports and episodes), ``episode_s``
     (the longest episode's, when they ended), ``status`` (``ok``, ``error`` or ``killed``: the
     worst of them) and ``reason`` (why, unless ok)."""
-    jobs = job if isinstance(job, list) else [job]
+    jobs = [job] if isinstance(job, Job) else list(job)
     if not jobs:
         raise ValueError("episode_peak_rss: no job to play")
+    for k, item in enumerate(jobs):
+        if not isinstance(item, Job):
+            raise TypeError(f"episode_peak_rss: job {k} is a {type(item).__name__}, not a Job")
     env = {**os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="peak-rss") as tmp:
@@ -87,7 +91,9 @@ def episode_peak_rss(
     out: dict[str, Any] = {
         "peak_rss_mb": None if peak is None else round(peak, 1),
         "wall_s": round(wall, 1),
-        "episode_s": max((r.get("wall_s") or 0.0 for r in rows), default=None) if rows else None,
+        "episode_s": max(
+            (r["wall_s"] for r in rows or [] if r.get("wall_s") is not None), default=None
+        ),
     }
     if capped:
         return {**out, "status": "killed", "reason": f"RSS above the cap of {cap_mb:.0f} MiB"}
