@@ -23,8 +23,8 @@ No skill dirties, empties, fills with wine, unslices or uncooks anything (:func:
 from __future__ import annotations
 
 from benchmark.sim.facts import ObjectFacts
+from benchmark.sim.state_changes import BASINS
 
-BASINS = ("SinkBasin", "BathtubBasin")
 # The heat source a type is best cooked in; others fall back on HEATERS.
 HEAT_FOR = {"BreadSliced": "Toaster"}
 HEATERS = ("Microwave", "Toaster")

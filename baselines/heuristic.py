@@ -31,13 +31,14 @@ import re
 from collections import deque
 from typing import Any
 
-from baselines.goal_routes import BASINS, no_route, unpursuable
+from baselines.goal_routes import no_route, unpursuable
 from baselines.heuristic_goals import CARRIED, about, names, places, satisfied, verb
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.goals import HOME, Atom, Clause, parse_clause
 from benchmark.sim.catalog import type_of_id as _type
 from benchmark.sim.facts import object_facts
+from benchmark.sim.state_changes import BASINS
 
 SURFACES = (
     "CounterTop",

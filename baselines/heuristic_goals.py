@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baselines.goal_routes import BASINS, heater_types, liquid_sources, no_route
+from baselines.goal_routes import heater_types, liquid_sources, no_route, washing_basins
 from benchmark.goals import HOME, Clause
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import ObjectFacts
@@ -79,7 +79,7 @@ def places(c: Clause, kind: str, facts: ObjectFacts) -> tuple[str, ...]:
     if v == "cook":
         return tuple(heater_types(kind, facts))
     if v == "wash":
-        return tuple(b for b in BASINS if facts.accepts(b, kind))
+        return tuple(washing_basins(kind, facts))
     if v == "fill":
         liquid = c.target if c.predicate == "filledWith" else None
         return tuple(liquid_sources(kind, liquid, facts))

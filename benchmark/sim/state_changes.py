@@ -15,7 +15,7 @@ from benchmark.sim.scene import ObjState, spec_from_record
 from benchmark.sim.world import OK, ActionResult, World, failed, find_target
 
 LIQUIDS = ("coffee", "wine", "water")
-_BASINS = ("SinkBasin", "BathtubBasin")
+BASINS = ("SinkBasin", "BathtubBasin")  # what a running faucet fills and washes
 FAUCET_REACH = 1.0  # metres from a faucet to the basin it fills
 
 
@@ -39,7 +39,7 @@ def basin_of(world: World, faucet: int) -> int:
     fx, _, fz = world.position(faucet)
     best, best_d = -1, FAUCET_REACH
     for s in world.specs:
-        if s.object_type in _BASINS and world.objs[s.index].active:
+        if s.object_type in BASINS and world.objs[s.index].active:
             x, _, z = world.position(s.index)
             d = math.hypot(x - fx, z - fz)
             if d < best_d:
