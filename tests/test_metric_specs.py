@@ -24,7 +24,7 @@ from benchmark.metric_specs import (
 from benchmark.metrics import add_reference_metrics, episode_metrics, run_metrics
 from benchmark.rollout import run_episode
 from benchmark.runner.loggers import namespaced
-from benchmark.runner.summary import _cell, summarize, write_summary
+from benchmark.runner.summary import interval_cell, summarize, write_summary
 
 
 def names(*levels: str) -> set[str]:
@@ -95,7 +95,7 @@ def test_the_summary_has_a_cell_per_declared_metric_and_clips_to_its_range(
     assert names("run") <= set(header)
     headline = [m.name for m in METRICS if m.headline]
     assert all(f" {name} |" in (tmp_path / "summary.md").read_text() for name in headline)
-    ei = _cell([0.9, 0.95, 0.2], metric("EI"))
+    ei = interval_cell([0.9, 0.95, 0.2], metric("EI"))
     assert ei["hi"] == 1.0 and ei["lo"] < 0.2  # EI = 1 - L_n / L_1 never exceeds 1
     sr = _cell([1.0, 1.0, 1.0], metric("SR"))
     assert sr["mean"] == 1.0 and sr["hi"] == 1.0 and 0.2 < sr["lo"] < 1.0  # Clopper-Pearson

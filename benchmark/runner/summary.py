@@ -38,7 +38,7 @@ DELTA_METRICS = tuple(
 )
 
 
-def _cell(values: list[Any], spec: MetricSpec | None) -> dict[str, Any]:
+def interval_cell(values: list[Any], spec: MetricSpec | None) -> dict[str, Any]:
     """Mean and 95% interval of one metric's values (``spec`` None: a difference of two runs,
     unbounded); the interval never leaves the metric's range."""
     present = [float(v) for v in values if v is not None]
@@ -88,7 +88,7 @@ def summarize(
             "errors": errors[(baseline, comm, n, fam, level)],
         }
         for name in SUMMARY_METRICS:
-            rec[name] = _cell([m.get(name) for m in members], metric(name))
+            rec[name] = interval_cell([m.get(name) for m in members], metric(name))
         rec.update(
             run_metrics(load_trace(m) for m in members)
             if load_trace and members
@@ -126,7 +126,7 @@ def comm_deltas(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "n_agents": n,
             "family": fam,
             "pairs": len(next(iter(d.values()), [])),
-            **{m: _cell(v, None) for m, v in d.items()},
+            **{m: interval_cell(v, None) for m, v in d.items()},
         }
         for (b, n, fam), d in sorted(deltas.items(), key=lambda kv: str(kv[0]))
     ]

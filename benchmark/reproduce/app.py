@@ -1,0 +1,94 @@
+"""Making the tables: runs (or committed bundles) -> records -> files -> optional check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmark.paths import REPO_ROOT
+from benchmark.reproduce.build import table_records
+from benchmark.reproduce.check import committed_problems, fresh_problems
+from benchmark.reproduce.render import write_table
+from benchmark.reproduce.sources import RunData, fresh_run, read_bundles
+from benchmark.reproduce.spec import TableSpec, load_table, table_names
+
+SOURCES = ("fresh", "reference")
+FRESH_RUNS = ("all", "deterministic")
+
+
+@dataclass
+class Options:
+    """The command's options (``configs/reproduce.yaml``)."""
+
+    table: str = "main"
+    output_dir: str = "outputs/paper"
+    source: str = "fresh"
+    short: bool = False
+    check: bool = False
+    workers: int = 0
+    fresh_runs: str = "all"
+    reference_dir: str = "leaderboard/seed/paper"
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source={self.source!r}: expected one of {SOURCES}")
+        if self.short and self.source != "fresh":
+            raise ValueError("short=true runs fresh episodes: it needs source=fresh")
+        if self.fresh_runs not in FRESH_RUNS:
+            raise ValueError(f"fresh_runs={self.fresh_runs!r}: expected one of {FRESH_RUNS}")
+        if not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"workers={self.workers!r}: expected an integer >= 0")
+
+    @property
+    def references(self) -> Path:
+        path = Path(self.reference_dir)
+        return path if path.is_absolute() else REPO_ROOT / path
+
+    @property
+    def out(self) -> Path:
+        return Path(self.output_dir).resolve()
+
+
+@dataclass
+class Outcome:
+    """One table made: its files, and the check's problems (empty when it holds)."""
+
+    spec: TableSpec
+    files: list[Path]
+    problems: list[str] = field(default_factory=list)
+    checked: bool = False
+
+
+def committed_runs(spec: TableSpec, references: Path) -> list[RunData]:
+    return [read_bundles(r, references) for r in spec.runs]
+
+
+def make_table(spec: TableSpec, opts: Options) -> Outcome:
+    """Build one table (and check it when asked)."""
+    if opts.source == "reference":
+        runs = committed_runs(spec, opts.references)
+    else:
+        runs_dir = opts.out / ("runs-short" if opts.short else "runs")
+        runs = [
+            fresh_run(r, runs_dir / r.id, opts.workers, opts.short)
+            if opts.fresh_runs == "all" or r.deterministic
+            else read_bundles(r, opts.references)
+            for r in spec.runs
+        ]
+    out_dir = opts.out / "short" if opts.short else opts.out
+    files = write_table(out_dir, spec, table_records(spec, runs))
+    outcome = Outcome(spec, files)
+    if opts.check:
+        outcome.checked = True
+        committed = committed_runs(spec, opts.references)
+        csv_path = opts.references / "tables" / f"{spec.name}.csv"
+        if opts.source == "fresh":
+            outcome.problems += fresh_problems(spec, runs, committed)
+        if not opts.short:
+            outcome.problems += committed_problems(spec, committed, csv_path)
+    return outcome
+
+
+def reproduce(opts: Options) -> list[Outcome]:
+    """Every table ``opts.table`` names, in order."""
+    return [make_table(load_table(name), opts) for name in table_names(opts.table)]

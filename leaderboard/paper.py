@@ -1,0 +1,76 @@
+"""``python -m leaderboard.paper``: commit a reproduction's runs as the reference bundles.
+
+    python -m leaderboard.paper [--runs outputs/paper/runs] [--out leaderboard/seed/paper]
+        [--table all]
+
+For every run of the chosen tables (``configs/paper/<table>.yaml``) it packs each track the run
+directory holds into ``<out>/<run id>.<track key>.tar.gz`` (:func:`leaderboard.pack.pack_run`:
+every episode of the track must have finished), then rebuilds the tables from those bundles and
+writes them under ``<out>/tables/``, so that the committed tables are exactly what the committed
+bundles give. ``python -m leaderboard.seed`` submits these bundles to a fresh board, and
+``make test`` replays them and rebuilds the tables (tests/test_paper_reference.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmark.paths import REPO_ROOT
+from benchmark.reproduce.app import Options, make_table
+from benchmark.reproduce.spec import TableSpec, load_table, table_names
+from leaderboard.pack import describe, pack_run
+from leaderboard.tracks import read_run, tracks_of_run
+
+DEFAULT_OUT = REPO_ROOT / "leaderboard" / "seed" / "paper"
+
+
+def pack_table(spec: TableSpec, runs_dir: Path, out: Path) -> list[Path]:
+    """The bundles of every run of ``spec``; stale bundles of those runs are removed first."""
+    written = []
+    for run_spec in spec.runs:
+        root = runs_dir / run_spec.id
+        run = read_run(root)
+        tracks = sorted(tracks_of_run(run), key=lambda t: t.key)
+        if not tracks:
+            raise ValueError(f"{root}: no finished episode to pack")
+        for stale in out.glob(f"{run_spec.id}.*.tar.gz"):
+            stale.unlink()
+        submission = describe(
+            run,
+            method=run_spec.label,
+            description=f"Reference run {run_spec.id} of the paper's {spec.name} table.",
+        )
+        for track in tracks:
+            path = out / f"{run_spec.id}.{track.key}.tar.gz"
+            written.append(pack_run(root, path, submission, track))
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m leaderboard.paper", description=__doc__)
+    parser.add_argument("--runs", default="outputs/paper/runs", help="the reproduction's runs")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="where the bundles go")
+    parser.add_argument("--table", default="all", help="a table name, or all")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for name in table_names(args.table):
+            spec = load_table(name)
+            for path in pack_table(spec, Path(args.runs), out):
+                print(f"packed {path} ({path.stat().st_size} bytes)")
+            opts = Options(table=name, source="reference", reference_dir=str(out.resolve()))
+            opts.output_dir = str(out / "tables")
+            made = make_table(spec, opts)
+            print(f"table {name}: " + ", ".join(str(p) for p in made.files))
+    except (ValueError, OSError) as err:
+        print(f"paper: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
