@@ -10,7 +10,8 @@ take the value ``all`` (every family, every level). Failed episodes are counted 
 
 ``comm`` tables pair each comm-on episode with the comm-off episode of the same run label,
 task, scene, seed and team size, and give the mean difference (on - off) per column with a
-Student-t interval.
+Student-t interval; a column ``<metric>@on`` (``@off``) gives the metric itself over the comm-on
+(comm-off) episodes instead, for metrics with no value without messages (influence).
 """
 
 from __future__ import annotations
@@ -160,10 +161,15 @@ def comm_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
         rec["episodes"] = len(pairs)
         rec["errors"] = errors[g]
         for column in spec.columns:
+            name, _, side = column.partition("@")
+            if side:  # the value with comm on (or off) itself, not a difference
+                values = [pair[side == "off"].get(name) for pair in pairs]
+                rec[column] = interval_cell(values, BY_NAME.get(name))
+                continue
             diffs = [
-                on[column] - off[column]
+                on[name] - off[name]
                 for on, off in pairs
-                if on.get(column) is not None and off.get(column) is not None
+                if on.get(name) is not None and off.get(name) is not None
             ]
             rec[column] = interval_cell(diffs, None)
         out.append(rec)

@@ -130,6 +130,8 @@ def _run(data: Any, where: str) -> RunSpec:
 def _column(name: Any, where: str) -> str:
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where}: expected a metric or row field name, got {name!r}")
+    if name.partition("@")[2] not in ("", "on", "off"):
+        raise SpecError(f"{where}: {name!r}: a column may end in @on or @off only")
     return name
 
 
