@@ -10,6 +10,11 @@ goal clauses (public task information), remembers what it has seen, and:
   brews coffee; a goal on objects that only slicing makes (``inside(TomatoSliced, Plate)``)
   starts by slicing their source; an ``any``/``count>=k`` clause is left alone once it has
   seen enough objects satisfy it;
+* lifts a heavy object with one partner (:mod:`baselines.heuristic_lift`): a ``pickup``
+  refused as ``too_heavy`` makes it ask ``help lift <id>``; a teammate with free hands answers
+  ``coming <id>`` (one answer per object, the lower index wins), both say ``ready <id>`` once
+  they see it and lift every tick until the lifts meet; whichever of the two holds it then
+  carries it to its receptacle like any other object;
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
 * otherwise opens closed containers it has not searched, closes them again once nothing wanted
@@ -21,7 +26,8 @@ goal clauses (public task information), remembers what it has seen, and:
   bowl). For ``any``/``count>=k`` clauses of that kind it only looks: objects it has not seen
   may satisfy them.
 
-With communication off the same agents duplicate searches and chase the same objects, which is
+With communication off the same agents duplicate searches and chase the same objects, and a
+heavy object is lifted only when two of them happen to wait at it at the same time, which is
 what the comm-ablation measures.
 """
 
@@ -33,6 +39,7 @@ from typing import Any
 
 from baselines.goal_routes import no_route, unpursuable
 from baselines.heuristic_goals import CARRIED, about, names, places, satisfied, verb
+from baselines.heuristic_lift import LiftCrew
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.goals import HOME, Atom, Clause, parse_clause
@@ -75,6 +82,7 @@ class HeuristicAgent:
         self.claimed_at: dict[str, int] = {}  # objectId -> tick of the claim
         self.tick = 0
         self.outbox: deque[str] = deque()
+        self.lift = LiftCrew(name, teammates, self.outbox)  # heavy objects: a partner
         self.reported: set[str] = set()
         self.mine: str | None = None
         self.to_close: set[str] = set()  # searched containers it opened and will close again
@@ -118,7 +126,15 @@ class HeuristicAgent:
             self._failed(obs)
         elif self.last_action.startswith("slice ") and self.last_action[6:] in self.seen:
             self.seen[self.last_action[6:]]["state"] = "sliced"
+        elif self.last_action.startswith("lift "):  # lifted together: one of the two carries it
+            oid = self.last_action[5:]
+            self.claims[oid] = self.lift.lifted(oid, obs["holding"])
+            self.claimed_at[oid] = self.tick
+            if self.claims[oid] == self.name:
+                self.mine = oid
+                self.outbox.appendleft(f"claim {oid}")
         for msg in obs["messages"]:
+            self.lift.hear(msg["sender"], msg["text"], self.tick)
             m = _MESSAGE.match(msg["text"])
             if m is None:
                 continue
@@ -149,6 +165,7 @@ class HeuristicAgent:
         if failure["reason"] == "held_by_other" and target and failure["agent"]:
             self.claims[target] = failure["agent"]
             self.claimed_at[target] = self.tick
+        self.lift.failed(failure["reason"], target)
         if failure["permanent"]:
             self.futile.add((self.last_action, obs["holding"]))
 
@@ -170,7 +187,7 @@ class HeuristicAgent:
 
     def _free(self, oid: str, holding: str) -> bool:
         """Whether it may work on ``oid``: not given up, not claimed by another, not in hand."""
-        if oid in self.avoid or self.seen[oid].get("in", "") in self.avoid:
+        if oid in self.avoid or self.seen[oid].get("in", "") in self.avoid or self.lift.rests(oid):
             return False
         return self.claims.get(oid, self.name) == self.name and oid != holding
 
@@ -239,6 +256,9 @@ class HeuristicAgent:
     def _choose(self, obs: dict[str, Any]) -> str:
         visible = self._visible(obs)
         holding = obs["holding"]
+        lifting = self.lift.step(self.tick, holding, set(visible))
+        if lifting is not None:
+            return lifting
         tidy = self._tidy(visible)
         if tidy is not None:
             return tidy
@@ -289,6 +309,8 @@ class HeuristicAgent:
         step = self._reach(oid, visible)
         if step is not None:
             return step
+        if oid in self.lift.heavy and v in CARRIED:
+            return self.lift.lead(oid, self.tick, set(visible))
         if v == "toggle":
             return f"{'toggle_on' if c.value else 'toggle_off'} {oid}"
         if v == "open":
