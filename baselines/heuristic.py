@@ -15,9 +15,15 @@ goal clauses (public task information), remembers what it has seen, and:
   ``coming <id>`` (one answer per object, the lower index wins), both say ``ready <id>`` once
   they see it and lift every tick until the lifts meet; whichever of the two holds it then
   carries it to its receptacle like any other object;
+* for rearrangement goals (``inside(X, @home)``) learns each object's home from the
+  ``belongs`` field of the receptacles it sees or from a teammate's ``home <id> in
+  <receptacleId>``, tells the others each home it sees once, and carries the objects it knows
+  to be away back home; when a few observations in a row show nothing new it goes to look at
+  the receptacles that could hold one (:mod:`baselines.heuristic_homes`);
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
-* otherwise opens closed containers it has not searched, closes them again once nothing wanted
+* otherwise opens closed containers it has not searched (in rearrangement also any closed
+  receptacle that could hold a goal object, a toilet say), closes them again once nothing wanted
   is left inside (a tidy housemate) unless a goal wants them open, and explores;
 * never repeats an action that failed for a reason that cannot change (the observation's
   ``failure.permanent``): it leaves that object alone instead;
@@ -39,6 +45,7 @@ from typing import Any
 
 from baselines.goal_routes import no_route, unpursuable
 from baselines.heuristic_goals import CARRIED, about, names, places, satisfied, verb
+from baselines.heuristic_homes import Homes
 from baselines.heuristic_lift import LiftCrew
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
@@ -62,7 +69,7 @@ SURFACES = (
 )
 CONTAINERS = ("Drawer", "Cabinet", "Box", "Safe", "Fridge", "Microwave", "LaundryHamper")
 CLAIM_TTL = 40  # ticks after which another agent's claim is treated as abandoned
-_MESSAGE = re.compile(r"^(claim|found|searched|done) (\S+)(?: in (\S+))?$")
+_MESSAGE = re.compile(r"^(claim|found|searched|done|home) (\S+)(?: in (\S+))?$")
 
 
 def _index(agent: str) -> int:
@@ -90,6 +97,7 @@ class HeuristicAgent:
         self.futile: set[tuple[str, str]] = set()  # (action, what it held) that cannot work
         self.avoid: set[str] = set()  # objects such an action was about
         self.tried: dict[str, set[str]] = {}  # object -> faucets switched on to wash/fill it
+        self.homes = Homes(goal)  # where @home goals want their objects
         self.facts = facts = object_facts()
         self.tools = facts.slicing_tools
         self.makes: dict[str, str] = {  # source type -> the derived type a goal wants
@@ -122,6 +130,7 @@ class HeuristicAgent:
                 self.reported.add(oid)
                 where = f" in {entry['in']}" if entry["in"] else ""
                 self.outbox.append(f"found {oid}{where}")
+        self.outbox.extend(self.homes.see(obs))
         if not obs["last_success"]:
             self._failed(obs)
         elif self.last_action.startswith("slice ") and self.last_action[6:] in self.seen:
@@ -152,6 +161,8 @@ class HeuristicAgent:
                     "state": "",
                     "in": where or "",
                 }
+            elif verb == "home" and where:
+                self.homes.hear(oid, where, self.seen)
             elif verb == "searched":
                 self.searched.add(oid)
             elif verb == "done":
@@ -205,7 +216,10 @@ class HeuristicAgent:
         about."""
         out = []
         for c in self.goal:
-            if c.target == HOME or self._enough(c):
+            if c.target == HOME:
+                out += self.homes.todo(c, self.seen, lambda o: self._free(o, holding), self.avoid)
+                continue
+            if self._enough(c):
                 continue
             v = verb(c)
             pieces = [
@@ -381,6 +395,14 @@ class HeuristicAgent:
         """A step towards putting down what it holds: where the clause it was fetched for
         wants it (a receptacle, a heat source, a basin), else on a surface in view where no
         ``inside(...)=false`` clause forbids it."""
+        home = self.homes.of(holding)
+        if home is not None and home not in self.avoid:
+            step = self._reach(home, visible) or (
+                f"open {home}" if "closed" in self.seen[home].get("state", "") else None
+            )
+            if step is None:
+                self.outbox.append(f"done {holding}")
+            return step or f"put {home}"
         clause = next(
             (
                 c
@@ -428,7 +450,7 @@ class HeuristicAgent:
         closed = [
             oid
             for oid, o in self.seen.items()
-            if o["objectType"] in CONTAINERS
+            if (o["objectType"] in CONTAINERS or self.homes.could_hide(o["objectType"], self.facts))
             and "closed" in o.get("state", "")
             and oid not in self.searched
             and oid not in self.avoid
@@ -445,7 +467,7 @@ class HeuristicAgent:
                 self.claims[target] = self.name
                 self.outbox.append(f"claim {target}")
             return f"navigate {target}"
-        return "explore"
+        return self.homes.look(self.seen, self.facts) or "explore"
 
 
 class HeuristicTeam(Team):

@@ -7,12 +7,12 @@ pickupable objects are re-placed, what is hidden, and where the agents start.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from benchmark.goal_rules import check_clause
-from benchmark.goals import Atom, GoalError, ground_clauses, holds
+from benchmark.goals import HOME, Atom, GoalError, ground_clauses, holds
 from benchmark.sim import Controller
 from benchmark.sim.arrange import (
     place_at_points,
@@ -30,7 +30,12 @@ MAX_LAYOUT_TRIES = 8
 
 @dataclass
 class Episode:
-    """A ready-to-run episode: the simulator in its initial state and the grounded checklist."""
+    """A ready-to-run episode: the simulator in its initial state and the grounded checklist.
+
+    ``homes`` maps the objects of the goal's ``inside(X, @home)`` clauses (value true) to the
+    receptacles they rest in in the recorded scene (objectIds): the goal configuration that
+    observations show (:mod:`benchmark.env.homes`).
+    """
 
     task: TaskSpec
     scene: str
@@ -40,6 +45,7 @@ class Episode:
     checklist: list[Atom]
     instructions: dict[str, str]
     heavy: frozenset[int]
+    homes: dict[str, str] = field(default_factory=dict)
 
     @property
     def world(self) -> World:
@@ -164,6 +170,21 @@ def _build(task: TaskSpec, scene: str, n_agents: int, seed: int) -> Episode:
     for clause, group in zip(goal, groups, strict=True):
         check_clause(world, clause, group, lambda k, w=world: reachable_by_sight(w, k))
     heavy = frozenset(s.index for s in world.specs if s.object_type in task.setup.heavy)
+    goal_homes = {
+        a.subject: a.target
+        for clause, group in zip(goal, groups, strict=True)
+        if clause.target == HOME and clause.value
+        for a in group
+        if a.target is not None
+    }
     return Episode(
-        task, scene, n_agents, seed, controller, atoms, render_instructions(task, atoms), heavy
+        task,
+        scene,
+        n_agents,
+        seed,
+        controller,
+        atoms,
+        render_instructions(task, atoms),
+        heavy,
+        goal_homes,
     )

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from pettingzoo import ParallelEnv
 
 from benchmark.env import observation, skills
+from benchmark.env.homes import misplaced, shows_homes
 from benchmark.env.messaging import OBJECT_ID, Message, Postbox
 from benchmark.env.observation import LastAction
 from benchmark.env.options import EnvOptions
@@ -65,7 +66,7 @@ class CollabEnv(ParallelEnv):
 
     @functools.cache  # noqa: B019  (PettingZoo wants the same object back)
     def observation_space(self, agent: str):
-        return observation.observation_space()
+        return observation.observation_space(homes=shows_homes(self.task))
 
     @functools.cache  # noqa: B019
     def action_space(self, agent: str):
@@ -276,8 +277,10 @@ class CollabEnv(ParallelEnv):
 
     def _observations(self, inboxes: dict[str, list[Message]]) -> dict[str, dict]:
         agents, deciding = self.possible_agents, self._deciding()
+        # The goal configuration (rearrangement tasks only): see benchmark.env.homes.
+        belongs = misplaced(self.world, self.episode.homes) if shows_homes(self.task) else None
         return observation.build_all(
-            self.world, agents, self.instruction, self.tick, deciding, inboxes, self.last
+            self.world, agents, self.instruction, self.tick, deciding, inboxes, self.last, belongs
         )
 
     def _infos(self) -> dict[str, dict]:

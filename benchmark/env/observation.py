@@ -1,9 +1,17 @@
 """What an agent observes: a structured dict for programmatic agents and the same content as
-text for LLM agents, with the gymnasium spaces that contain them."""
+text for LLM agents, with the gymnasium spaces that contain them.
+
+Each visible object's entry holds its ``objectId``, ``objectType``, ``distance`` (metres),
+``state`` words and ``in`` (the receptacle it rests in directly, or ""). In episodes of tasks
+whose goal has an ``inside(X, @home)`` clause every entry also holds ``belongs``: the goal
+objects (sorted objectIds) whose recorded home it is and that are elsewhere now, empty for the
+rest (:mod:`benchmark.env.homes`); the text adds ``belongs here: <ids>`` to that object's line.
+"""
 
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +68,19 @@ def text_space(max_length: int = MAX_TEXT) -> spaces.Text:
     return spaces.Text(max_length=max_length, min_length=0, charset="".join(sorted(CHARSET)))
 
 
-def observation_space() -> spaces.Dict:
-    """The space of one agent's observation (the same for every agent)."""
+def observation_space(homes: bool = False) -> spaces.Dict:
+    """The space of one agent's observation (the same for every agent); with ``homes`` the
+    visible entries hold ``belongs`` (tasks with ``@home`` clauses: see the module docstring)."""
     small = text_space(400)
+    entry = {
+        "objectId": small,
+        "objectType": small,
+        "distance": spaces.Box(0.0, 1e4, shape=(), dtype=np.float64),
+        "state": small,
+        "in": small,
+    }
+    if homes:
+        entry["belongs"] = spaces.Sequence(small)
     return spaces.Dict(
         {
             "text": text_space(),
@@ -71,17 +89,7 @@ def observation_space() -> spaces.Dict:
             "needs_decision": spaces.Discrete(2),
             "pose": spaces.Box(-1e4, 1e4, shape=(4,), dtype=np.float64),
             "holding": small,
-            "visible": spaces.Sequence(
-                spaces.Dict(
-                    {
-                        "objectId": small,
-                        "objectType": small,
-                        "distance": spaces.Box(0.0, 1e4, shape=(), dtype=np.float64),
-                        "state": small,
-                        "in": small,
-                    }
-                )
-            ),
+            "visible": spaces.Sequence(spaces.Dict(entry)),
             "messages": spaces.Sequence(
                 spaces.Dict(
                     {
@@ -135,22 +143,26 @@ def build(
     visible: list[int],
     messages: list[Message],
     last: LastAction,
+    belongs: Mapping[int, tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
-    """One agent's observation dict, including its text rendering under ``text``."""
+    """One agent's observation dict, including its text rendering under ``text``. With
+    ``belongs`` (receptacle index -> objectIds that belong in it and are elsewhere now) every
+    visible entry holds a ``belongs`` field; None leaves it out."""
     a = world.agents[agent]
     held = world.specs[a.held].object_id if a.held >= 0 else ""
     seen = []
     for k in visible:
         parent = world.objs[k].parent
-        seen.append(
-            {
-                "objectId": world.specs[k].object_id,
-                "objectType": world.specs[k].object_type,
-                "distance": np.array(round(world.distance(agent, k), 2), dtype=np.float64),
-                "state": object_state(world, k),
-                "in": world.specs[parent].object_id if parent >= 0 else "",
-            }
-        )
+        entry = {
+            "objectId": world.specs[k].object_id,
+            "objectType": world.specs[k].object_type,
+            "distance": np.array(round(world.distance(agent, k), 2), dtype=np.float64),
+            "state": object_state(world, k),
+            "in": world.specs[parent].object_id if parent >= 0 else "",
+        }
+        if belongs is not None:
+            entry["belongs"] = belongs.get(k, ())
+        seen.append(entry)
     inbox = [{"sender": m.sender, "text": m.text, "truncated": int(m.truncated)} for m in messages]
     pose = np.array([a.i * GRID_SIZE, a.j * GRID_SIZE, float(a.rotation), float(a.horizon)])
     lines = [
@@ -165,8 +177,10 @@ def build(
     for o in seen:
         extra = f" [{o['state']}]" if o["state"] else ""
         where = f" in {o['in']}" if o["in"] else ""
+        home = f"; belongs here: {', '.join(o['belongs'])}" if o.get("belongs") else ""
         lines.append(
-            f"  - {o['objectId']} ({o['objectType']}, {float(o['distance']):.1f} m){extra}{where}"
+            f"  - {o['objectId']} ({o['objectType']}, {float(o['distance']):.1f} m)"
+            f"{extra}{where}{home}"
         )
     for m in inbox:
         flag = " (truncated)" if m["truncated"] else ""
@@ -210,6 +224,7 @@ def build_all(
     deciding: list[bool],
     inboxes: dict[str, list[Message]],
     last: list[LastAction],
+    belongs: Mapping[int, tuple[str, ...]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every agent's observation (see :func:`build`), by agent name."""
     return {
@@ -223,6 +238,7 @@ def build_all(
             [s.index for s in world.specs if world.visible(k, s.index)],
             inboxes[name],
             last[k],
+            belongs,
         )
         for k, name in enumerate(agents)
     }
