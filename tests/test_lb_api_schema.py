@@ -15,7 +15,7 @@ from schemathesis import GenerationMode
 
 from tests.helpers.lb_server import Server
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
 EXAMPLES = 30  # per operation and generation mode
 
 

@@ -48,13 +48,13 @@ def test_tracks_of_two_suite_versions_are_listed_apart(lb: Board) -> None:
 def test_overlapping_intervals_share_a_rank_whatever_the_means(lb: Board) -> None:
     rows = _table(lb)["rows"]
     assert [r["rank"] for r in rows] == [1, 1, 1]
-    assert [r["SR"]["mean"] for r in rows] == [pytest.approx(2 / 6), 0.0, 0.0]
+    assert [r["SR"]["mean"] for r in rows] == [pytest.approx(4 / 6), 0.0, 0.0]
     # The ranks are tied because every interval overlaps every other, not because means agree.
     assert all(a["SR"]["lo"] <= b["SR"]["hi"] for a in rows for b in rows)
     heuristic = rows[0]
     assert heuristic["method"] == "heuristic"
-    assert (heuristic["SR"]["lo"], heuristic["SR"]["hi"]) == pytest.approx(wilson(2, 6))
-    assert heuristic["SR"]["successes"] == 2 and heuristic["SR"]["n"] == 6
+    assert (heuristic["SR"]["lo"], heuristic["SR"]["hi"]) == pytest.approx(wilson(4, 6))
+    assert heuristic["SR"]["successes"] == 4 and heuristic["SR"]["n"] == 6
 
 
 @pytest.mark.parametrize("order", ["asc", "desc"])

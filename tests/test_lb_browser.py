@@ -13,7 +13,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from tests.helpers.lb_server import Server
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
 EVIL = '<script>document.title="owned";alert(1)</script>'
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 

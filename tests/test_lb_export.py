@@ -74,9 +74,9 @@ def test_entries_csv_has_one_ranked_row_per_entry_with_intervals(lb: Board) -> N
     heuristic = next(r for r in rows if r["method"] == "heuristic")
     assert heuristic["track"] == "smoke-v1.n2.comm-on.partial.skill"
     assert heuristic["suite_version"] == "v1" and heuristic["rank"] == "1"
-    assert float(heuristic["SR_mean"]) == pytest.approx(2 / 6)
-    assert (float(heuristic["SR_lo"]), float(heuristic["SR_hi"])) == pytest.approx(wilson(2, 6))
-    assert heuristic["SR_successes"] == "2" and heuristic["episodes"] == "6"
+    assert float(heuristic["SR_mean"]) == pytest.approx(4 / 6)
+    assert (float(heuristic["SR_lo"]), float(heuristic["SR_hi"])) == pytest.approx(wilson(4, 6))
+    assert heuristic["SR_successes"] == "4" and heuristic["episodes"] == "6"
     assert heuristic["attempts"] == "2"
     oracle = next(r for r in rows if int(r["entry_id"]) == lb.entries["oracle"])
     assert oracle["reproductions"] == "1" and oracle["code_url"] == "https://example.org/oracle"

@@ -111,7 +111,7 @@ def test_the_track_table_shows_ranks_intervals_and_the_interval_methods(lb: Boar
     page = _page(lb, f"/tracks/{PARTIAL}")
     assert "Wilson score 95%" in page and "Student-t 95%" in page
     assert re.findall(r'<td class="num rank">(\d+)</td>', page) == ["1", "1", "1"]
-    assert '0.33 <span class="ci">[0.10, 0.70]</span>' in page, "SR 2/6 with its interval"
+    assert '0.67 <span class="ci">[0.30, 0.90]</span>' in page, "SR 4/6 with its interval"
 
 
 def test_a_bad_sort_column_is_a_422_page(lb: Board) -> None:

@@ -36,7 +36,7 @@ from leaderboard.verify import verify_episode
 from leaderboard.worker import VerificationPool, verify_next, verify_submission
 from tests.helpers.lb_bundles import edit, run_suite, write_challenge
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 TRANSPORT = "oracle/transport_produce_fridge_v0/test/n2/s0/comm1/run"
 WAIT_S = 300.0  # a bound on waiting for the background thread, never a measured time
