@@ -165,10 +165,20 @@ METRICS: tuple[MetricSpec, ...] = (
         "failed or no-progress (wait) decisions / all decisions",
     ),
     MetricSpec(
-        "blocked_ticks", "collab", COUNT, "episode", "ticks agents spent blocked by another agent"
+        "blocked_ticks",
+        "collab",
+        COUNT,
+        "episode",
+        "ticks agents spent blocked by another agent, summed over agents: a walking agent "
+        "waiting for, or refused, a cell another agent holds or takes",
     ),
     MetricSpec(
-        "collisions", "collab", COUNT, "episode", "moves that failed because another agent moved in"
+        "collisions",
+        "collab",
+        COUNT,
+        "episode",
+        "steps refused by a same-tick conflict over a cell (two agents stepping into it, or one "
+        "stepping in before its occupant left), summed over agents",
     ),
     MetricSpec("messages", "comm", COUNT, "episode", "messages sent", headline=True),
     MetricSpec("message_tokens", "comm", COUNT, "episode", "tokens of the messages sent"),

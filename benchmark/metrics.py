@@ -17,16 +17,21 @@ satisfied at the end, credited to the agent whose action last made them true) an
 * ``redundancy`` the share of atoms attempted (an accepted object skill on a target object) by
   more than one agent; ``wasted_action_rate`` failed or no-progress (``wait``) decisions over
   all decisions;
-* ``blocked_ticks`` ticks agents spent blocked by another agent, ``collisions`` moves that
-  failed because another agent took the cell;
+* ``blocked_ticks`` ticks agents spent blocked by another agent (summed over agents: a
+  navigating agent waiting for, or refused, a cell another agent holds or takes);
+  ``collisions`` steps refused by a same-tick conflict over a cell (two agents stepping into
+  it, or one stepping in before its occupant left); see :func:`interference`;
 * ``messages``, ``message_tokens``, ``influence_rate`` the share of (message, recipient) pairs
   after which the recipient's next subtask differs from its previous one (pairs where the
   recipient decided both before and after; None without such pairs).
 
 Across episodes: ``speedup`` L_1 / L_n against the single-agent reference of the same baseline
-on the same task, scene and seed, ``parallel_efficiency`` speedup / n, ``EI`` 1 - L_n / L_1
-(:func:`add_reference_metrics`); ``specialisation`` the normalised mutual information between
-agent identity and subtask type over a run's decisions (:func:`specialisation`).
+on the same task, scene, seed and comm setting (a successful one-agent episode; none without
+one), ``parallel_efficiency`` speedup / n (1 for perfectly parallel work, below 1 once agents
+get in each other's way or run out of work to share), ``EI`` 1 - L_n / L_1 (the fraction of
+the one-agent time saved; negative when the team is slower) (:func:`add_reference_metrics`);
+``specialisation`` the normalised mutual information between agent identity and subtask type
+over a run's decisions (:func:`specialisation`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ from benchmark.skill_names import OBJECT_SKILLS, SKILL_OF_PRIMITIVE
 
 METRIC_NAMES = tuple(m.name for m in at_level("episode"))
 REFERENCE_METRIC_NAMES = tuple(m.name for m in at_level("reference"))
+# The failure reason of an action refused because another agent stands in the way: the value of
+# benchmark.sim.failures.Failure.BLOCKED, spelled out because the metrics read traces, never the
+# simulator (an import-linter contract; a test checks the two agree).
+BLOCKED_BY_AGENT = "blocked"
 
 
 def _kind(skill: str) -> str:
@@ -144,6 +153,27 @@ def influence_rate(trace: dict[str, Any]) -> float | None:
     return influenced / pairs if pairs else None
 
 
+def interference(trace: dict[str, Any]) -> tuple[int, int]:
+    """``(blocked_ticks, collisions)`` of one episode, each summed over agents.
+
+    At the skill action level, from the per-tick rows: a blocked tick is one flagged as blocked
+    (the agent's ``navigate`` or ``explore`` waited for a cell another agent stood on, or its
+    step was refused); a collision is a failed ``Teleport`` step, which only a same-tick
+    conflict causes, since walking skills step only onto free reachable cells: the right-of-way
+    rule held it back because a lower-index agent stepped into the same cell, or the simulator's
+    order found the cell taken at its turn. At the primitive level, from the decisions: a move
+    or teleport that failed because another agent stood in the cell counts as both.
+    """
+    if trace["config"].get("options", {}).get("action_level") == "primitive":
+        bumps = sum(1 for rec in trace["skills"] if rec.get("reason") == BLOCKED_BY_AGENT)
+        return bumps, bumps
+    blocked = sum(1 for row in trace["ticks"] for cell in row if cell[3])
+    collisions = sum(
+        1 for row in trace["ticks"] for cell in row if cell[0] == "Teleport" and cell[1] is False
+    )
+    return blocked, collisions
+
+
 def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
     """Every per-episode metric of one trace, under its DESIGN.md name."""
     final = trace["final"]
@@ -172,13 +202,7 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
                 if rec["success"]:
                     acted.add(atom["subject"])
     decisions = len(trace["skills"])
-    blocked = sum(1 for row in trace["ticks"] for cell in row if cell[3])
-    collisions = sum(
-        1
-        for row in trace["ticks"]
-        for cell in row
-        if cell[0] == "Teleport" and cell[1] is False and cell[2] in ("navigate", "explore")
-    )
+    blocked, collisions = interference(trace)
     messages = trace["messages"]
     return {
         "SR": float(bool(final["success"])),

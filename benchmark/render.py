@@ -15,7 +15,16 @@ from PIL import Image, ImageDraw
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World, facing
 
-AGENT_COLOURS = ((220, 50, 47), (38, 139, 210), (133, 153, 0), (211, 54, 130), (181, 137, 0))
+AGENT_COLOURS = (
+    (220, 50, 47),
+    (38, 139, 210),
+    (133, 153, 0),
+    (211, 54, 130),
+    (181, 137, 0),
+    (108, 113, 196),
+    (42, 161, 152),
+    (203, 75, 22),
+)
 _BACKGROUND = (250, 250, 247)
 _FLOOR = (222, 222, 214)
 _FURNITURE = (150, 140, 125)

@@ -28,6 +28,7 @@ from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
+from benchmark.sim.initialize import MAX_AGENTS
 from benchmark.sim.scene import object_type_counts
 from benchmark.skill_names import SKILLS
 from benchmark.task_parts import (
@@ -254,8 +255,8 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
         _positive_int(path, "agents.min", agents["min"]),
         _positive_int(path, "agents.max", agents["max"]),
     )
-    if not lo <= hi <= 5:
-        raise _fail(path, "agents", "1 <= min <= max <= 5", agents)
+    if not lo <= hi <= MAX_AGENTS:
+        raise _fail(path, "agents", f"1 <= min <= max <= {MAX_AGENTS}", agents)
     caps = []
     for k, cap in enumerate(data.get("capabilities") or []):
         if (

@@ -278,7 +278,7 @@ def test_malformed_calls_raise_value_error_naming_the_choices(call: dict, messag
     ("params", "message"),
     [
         ({"scene": "FloorPlan99"}, "valid scenes are"),
-        ({"agentCount": 6}, "agentCount"),
+        ({"agentCount": 9}, "agentCount"),
         ({"agentCount": 0}, "agentCount"),
         ({"gridSize": 0.5}, "gridSize"),
         ({"fieldOfView": 200}, "fieldOfView"),

@@ -225,7 +225,7 @@ def test_bad_options_are_rejected() -> None:
         make_env(TRANSPORT, colour="red")
     with pytest.raises(ValueError, match="observability"):
         make_env(TRANSPORT, observability="psychic")
-    with pytest.raises(ValueError, match="takes 2-5 agents"):
+    with pytest.raises(ValueError, match="takes 2-8 agents"):
         make_env("heavy_box_sofa_v0", n_agents=1)
 
 

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the simulator with random and garbage action sequences, 2-5 agents."""
+"""Property-based fuzzing of the simulator with random and garbage action sequences, 2-8 agents."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from benchmark.sim import Controller
 from benchmark.sim.actions import ACTIONS, NAVIGATION
+from benchmark.sim.initialize import MAX_AGENTS
 
 SCENES = ("FloorPlan1", "FloorPlan5", "FloorPlan203", "FloorPlan311", "FloorPlan424")
 OBJECT_ACTIONS = sorted(n for n, spec in ACTIONS.items() if "objectId" in spec.required)
@@ -83,7 +84,7 @@ def draw_action(draw: st.DrawFn, kind: str, n_objects: int) -> dict:
 @st.composite
 def episodes(draw: st.DrawFn) -> tuple[str, int, int, list]:
     scene = draw(st.sampled_from(SCENES))
-    n = draw(st.integers(2, 5))
+    n = draw(st.integers(2, MAX_AGENTS))
     seed = draw(st.integers(0, 10_000))
     ticks = []
     for _ in range(draw(st.integers(1, 40))):

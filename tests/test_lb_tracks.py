@@ -54,6 +54,7 @@ def test_the_suites_are_the_benchmarks_suite_files() -> None:
         "llm_val",
         "mapthor",
         "mapthor_llamar",
+        "scaling",
         "search",
         "smoke",
         "test",

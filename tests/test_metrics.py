@@ -154,6 +154,28 @@ def test_interference_counts_blocked_ticks_and_failed_moves() -> None:
     assert m["blocked_ticks"] == 4 and m["collisions"] == 3  # a failed explore move counts too
 
 
+def test_a_held_back_step_aside_is_a_collision_and_primitive_bumps_count_from_decisions() -> None:
+    rows = [[["Teleport", False, "wait", False], ["Teleport", True, "navigate", False]]]
+    m = episode_metrics(trace(rows=rows))
+    assert m["collisions"] == 1 and m["blocked_ticks"] == 0  # stepping aside, not walking
+    primitive = trace(
+        skills=[
+            (0, "agent_0", "MoveAhead", None, True, True),
+            (0, "agent_1", "MoveAhead", None, True, False),
+            (1, "agent_1", "MoveAhead", None, True, False),
+        ],
+        rows=[
+            [["MoveAhead", True, "MoveAhead", False], ["MoveAhead", False, "MoveAhead", False]],
+            [[None, None, None, False], ["MoveAhead", False, "MoveAhead", False]],
+        ],
+    )
+    primitive["config"]["options"] = {"action_level": "primitive"}
+    primitive["skills"][1]["reason"] = "blocked"  # agent_0 took the cell first
+    primitive["skills"][2]["reason"] = "unreachable"  # a wall: no interference
+    m = episode_metrics(primitive)
+    assert m["collisions"] == 1 and m["blocked_ticks"] == 1
+
+
 def test_zero_messages_and_influence() -> None:
     m = episode_metrics(trace())
     assert m["messages"] == 0 and m["message_tokens"] == 0 and m["influence_rate"] is None

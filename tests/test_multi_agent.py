@@ -33,7 +33,7 @@ def _corridor(c: Controller, length: int) -> tuple[int, int]:
     raise AssertionError("no corridor")
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5])
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
 def test_agents_start_on_distinct_reachable_cells(n: int) -> None:
     for seed in range(10):
         c = Controller(scene="FloorPlan201", agentCount=n, seed=seed)

@@ -88,7 +88,7 @@ def test_initialize_sets_down_held_objects_where_their_holders_stand() -> None:
 
 
 BAD_INIT = [
-    ({"agentCount": 6}, "agentCount"),
+    ({"agentCount": 9}, "agentCount"),
     ({"gridSize": 0.5}, "gridSize"),
     ({"fieldOfView": 180}, "noninclusive"),
     ({"visibilityDistance": -1}, "visibilityDistance"),

@@ -4,7 +4,8 @@ Checklist atoms are assigned to agents greedily to minimise the makespan (longes
 job first, each to the agent that would finish it earliest); atoms needing a joint lift get two
 agents. Each agent then works through its atoms with the reactive recipes of
 :mod:`baselines.oracle.recipes`. With one agent it is the single-agent reference used for
-speedup.
+speedup. When walks of several agents get stuck against each other, all but the lowest index
+walk off (``explore``) before trying again, so that a narrow passage clears.
 
 It reads the episode's scoring state through the read-only privileged view
 (:class:`~benchmark.env.views.PrivilegedView`: checklist, satisfied atoms, heavy objects,
@@ -22,12 +23,16 @@ from typing import Any
 
 from baselines.oracle.recipes import Recipes
 from benchmark.agents import Team
+from benchmark.env.skills import SkillFailure
 from benchmark.env.views import PrivilegedView, TaskInfo
 from benchmark.goals import Atom, matches
 from benchmark.sim.world import World
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
 GIVE_UP_AFTER = 4
+# Ticks during which an agent whose walk got stuck behind others counts as stuck (about two of
+# the env's give-ups, so that agents stuck against each other overlap).
+STUCK_MEMORY = 16
 
 
 class OracleTeam(Team):
@@ -52,6 +57,7 @@ class OracleTeam(Team):
         self.working: dict[int, int] = {}  # agent -> the atom its last step was for
         self.last_step: dict[int, tuple[str, int]] = {}  # agent -> (its last step, what it held)
         self.futile: set[tuple[str, int]] = set()  # (step, held object) that can never work
+        self.stuck_at: dict[int, int] = {}  # agent -> tick its last walk got stuck behind others
 
     # ------------------------------------------------------------------ assignment
     def _cell(self, index: int) -> tuple[int, int]:
@@ -140,17 +146,29 @@ class OracleTeam(Team):
                 for k in self.assigned.pop(i):
                     self.queue[k] = [j for j in self.queue[k] if j != i]
         deciding = [k for k, a in enumerate(self.agents) if observations[a]["needs_decision"]]
+        tick = self.world.tick
         for k in deciding:
             obs = observations[self.agents[k]]
             if not obs["last_success"]:
                 self._failed(k, obs["failure"])
+                if obs["failure"]["reason"] == SkillFailure.STUCK:
+                    self.stuck_at[k] = tick
         self._assign()
         actions = {}
         for k in deciding:
-            step = self._next(k, deciding) or "wait"
+            step = "explore" if self._backs_off(k, tick) else self._next(k, deciding) or "wait"
             self.last_step[k] = (step, self.world.agents[k].held)
             actions[self.agents[k]] = step
         return actions
+
+    def _backs_off(self, k: int, tick: int) -> bool:
+        """Whether agent ``k``, whose walk just got stuck, walks off instead of trying again:
+        it does when an agent of lower index got stuck lately too. Agents stuck against each
+        other in a narrow passage (one carrying east, one heading west, an idle one between
+        them) would otherwise try again and again forever; the lowest index keeps its way."""
+        if self.stuck_at.get(k) != tick:
+            return False
+        return any(j < k and tick - t <= STUCK_MEMORY for j, t in self.stuck_at.items() if j != k)
 
     def _failed(self, k: int, failure: dict[str, Any]) -> None:
         """Agent ``k``'s last step failed: remember it when it can never work; give its atom

@@ -214,8 +214,8 @@ class CollabEnv(ParallelEnv):
         world, checklist = self.world, self.episode.checklist
         primitives, lifters = skills.tick_actions(world, self.skills, self.finished)
         lift_failures = joint_lifts(world, self.episode.heavy, lifters, primitives)
-        step_aside(world, self.skills, self.finished, primitives)
-        right_of_way(primitives)
+        aside = step_aside(world, self.skills, self.finished, primitives)
+        held_back = right_of_way(self.skills, primitives, aside)
         results: list[ActionResult | None] = [None] * self.n_agents
         gained = [0] * self.n_agents
         was_complete = all(self.satisfied)
@@ -237,7 +237,7 @@ class CollabEnv(ParallelEnv):
             s is not None and s.blocked > b
             for s, b in zip(self.skills, blocked_before, strict=True)
         ]
-        self.recorder.tick(self.tick, primitives, results, self.skills, blocked)
+        self.recorder.tick(self.tick, primitives, results, self.skills, blocked, held_back)
         self.tick += 1
         if on_tick is not None:
             on_tick(world)

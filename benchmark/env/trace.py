@@ -1,21 +1,21 @@
 """Episode traces: everything needed to replay an episode.
 
-A trace is a JSON-serialisable dict: versions, the episode config, the checklist (one record
-per atom: ``key``, ``predicate``, ``subject``, ``target``, ``value``, ``at_least``), every
-decision (the agents' action texts at each decision point) and the skills they started (with
-the reason of every failure), every message, a compact per-tick record (each agent's primitive
-action, whether it succeeded, its running skill, whether another agent blocked it), every
-change of an atom with the agent whose action caused it, and the final outcome. Its
-``trace_hash`` is the SHA-256 of its canonical JSON without the hash itself.
-:func:`benchmark.env.replay.replay` re-executes the decisions and must reproduce the checklist
-and the hash.
+A trace is a JSON-serialisable dict: versions, the episode config, the checklist (one record per
+atom: ``key``, ``predicate``, ``subject``, ``target``, ``value``, ``at_least``), every decision
+(the agents' action texts at each decision point) and the skills they started (with the reason
+of every failure), every message, a compact per-tick record (each agent's primitive action,
+whether it succeeded, its running skill, whether another agent blocked it; a move held back by
+the right-of-way rule counts as a failed Teleport), every change of an atom with the agent whose
+action caused it, and the final outcome. Its ``trace_hash`` is the SHA-256 of its canonical JSON
+without the hash itself. :func:`benchmark.env.replay.replay` re-executes the decisions and must
+reproduce the checklist and the hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from benchmark.env.messaging import Message
@@ -108,12 +108,23 @@ class TraceRecorder:
             {"tick": tick, "agent": agent, "atom": index, "satisfied": satisfied}
         )
 
-    def tick(self, tick: int, primitives: list, results: list, skills: list, blocked: list) -> None:
-        """One row per tick: per agent [primitive, succeeded, running skill, blocked by others]."""
+    def tick(
+        self,
+        tick: int,
+        primitives: list,
+        results: list,
+        skills: list,
+        blocked: list,
+        held_back: Collection[int] = (),
+    ) -> None:
+        """One row per tick: per agent [primitive, succeeded, running skill, blocked by others].
+
+        A move the right-of-way rule held back (another agent stepped into the same cell this
+        tick, :func:`benchmark.env.traffic.right_of_way`) is recorded as a failed Teleport."""
         row = []
-        for p, r, s, b in zip(primitives, results, skills, blocked, strict=True):
-            action = p["action"] if p else None
-            ok = None if r is None else bool(r.success)
+        for k, (p, r, s, b) in enumerate(zip(primitives, results, skills, blocked, strict=True)):
+            action = "Teleport" if k in held_back else p["action"] if p else None
+            ok = False if k in held_back else None if r is None else bool(r.success)
             row.append([action, ok, None if s is None else s.name, bool(b)])
         self.trace["ticks"].append(row)
 

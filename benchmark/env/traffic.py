@@ -4,12 +4,18 @@
   ``lift`` it in the same tick; the one earliest in the tick's order then holds it;
 * courtesy: an idle or exploring agent standing on the cell a navigating agent waits for steps
   aside (and so does the higher index of two agents blocking each other head-on);
-* right of way: of two agents stepping into one cell, the lower index goes.
+* right of way: of two agents stepping into one cell, a navigating agent goes before one that
+  explores or steps aside (exploring is never urgent); between two of the same kind, the lower
+  index goes.
+
+Navigating first matters: were an explorer with the lower index to win a cell a navigating agent
+also steps into, the courtesy rule would push it back out on the next tick, its walk would lead
+it into the same cell again, and the two would trade that cell for the rest of the episode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from benchmark.env.skills import Navigate, Skill, SkillFailure
 from benchmark.sim.failures import Failure
@@ -21,11 +27,13 @@ def step_aside(
     skills: Sequence[Skill | None],
     finished: Sequence[bool],
     primitives: list[dict | None],
-) -> None:
+) -> set[int]:
     """Courtesy rule: an agent standing on the cell a navigating agent waits for moves to a
     free neighbouring cell when it is idle or exploring (waiting, done, exploring, or its
     action was rejected), or when the two block each other head-on and it has the higher
-    index. ``skills`` and ``finished`` are per agent; ``primitives`` is this tick's actions."""
+    index. ``skills`` and ``finished`` are per agent; ``primitives`` is this tick's actions.
+    Returns the agents told to step aside."""
+    aside: set[int] = set()
     for k, skill in enumerate(skills):
         wanted = getattr(skill, "wanted", None)
         if wanted is None or skill.finished:
@@ -59,19 +67,33 @@ def step_aside(
             continue
         ti, tj = max(spots, key=lambda c: (abs(c[0] - me.i) + abs(c[1] - me.j), c))
         primitives[other] = {"action": "Teleport", "position": {"x": ti * 0.25, "z": tj * 0.25}}
+        aside.add(other)
+    return aside
 
 
-def right_of_way(primitives: list[dict | None]) -> None:
-    """Two agents stepping into the same cell in one tick: the lower index goes, the other
-    waits (its skill counts a blocked tick)."""
+def right_of_way(
+    skills: Sequence[Skill | None], primitives: list[dict | None], aside: Collection[int]
+) -> list[int]:
+    """Agents stepping into the same cell in one tick: a navigating agent goes before the
+    others (explorers, and the agents in ``aside`` that step aside for someone), then the lower
+    index; the rest wait (their walking skills count a blocked tick). Returns the agents held
+    back, in index order, whose moves the trace records as failed (collisions)."""
+
+    def urgent(k: int) -> bool:
+        return isinstance(skills[k], Navigate) and k not in aside
+
     taken: set[tuple[float, float]] = set()
-    for k, act in enumerate(primitives):
+    held_back = []
+    for k in sorted(range(len(primitives)), key=lambda k: (not urgent(k), k)):
+        act = primitives[k]
         if act is None or act.get("action") != "Teleport" or "position" not in act:
             continue
         cell = (act["position"]["x"], act["position"]["z"])
         if cell in taken:
             primitives[k] = None
+            held_back.append(k)
         taken.add(cell)
+    return sorted(held_back)
 
 
 def joint_lifts(

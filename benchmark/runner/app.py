@@ -138,12 +138,18 @@ def _check_task_files(jobs: list[Job], rows: list[dict[str, Any]]) -> None:
 
 
 def _summary_table(table: list[dict[str, Any]]) -> Table:
+    """The console table; with several team sizes it adds the scaling columns (parallel
+    efficiency, EI, blocked ticks, collisions)."""
     out = Table(title="Results (mean [95% CI])")
     levels = any("level" in rec for rec in table)
+    scaling = len({rec["n_agents"] for rec in table}) > 1
     for col in ("baseline", "comm", "n", "family", "level", "eps", "err", "SR", "TR", "B", "L"):
         if col != "level" or levels:
             out.add_column(col)
     out.add_column("speedup")
+    extra = ("parallel_efficiency", "EI", "blocked_ticks", "collisions") if scaling else ()
+    for name in extra:
+        out.add_column({"parallel_efficiency": "eff", "blocked_ticks": "blocked"}.get(name, name))
 
     def fmt(cell: dict[str, Any]) -> str:
         if cell["mean"] is None:
@@ -164,6 +170,7 @@ def _summary_table(table: list[dict[str, Any]]) -> Table:
             fmt(rec["B"]),
             fmt(rec["L"]),
             fmt(rec["speedup"]),
+            *(fmt(rec[name]) for name in extra),
         )
     return out
 

@@ -9,7 +9,9 @@ Each metric's interval method (Clopper-Pearson for SR, Student-t for the others)
 interval is clipped to, and whether summary.md shows it come from its declaration in
 :mod:`benchmark.metric_specs`. Rows are grouped by baseline, communication setting and team
 size. Speedup, parallel efficiency and EI join each row with its one-agent reference
-(:mod:`benchmark.runner.references`). The comm-ablation delta pairs comm-on and comm-off rows
+(:mod:`benchmark.runner.references`). A run with several team sizes (``n_agents=[1,2,4,8]``)
+also gets a scaling table in summary.md: SR, L, speedup, parallel efficiency, EI, balance and
+the interference counts per team size. The comm-ablation delta pairs comm-on and comm-off rows
 on the same task, seed and team size.
 """
 
@@ -142,6 +144,36 @@ def _fmt(cell: Any) -> str:
 
 GROUP_COLUMNS = ("baseline", "comm", "n_agents", "family", "episodes", "errors")
 TABLE_COLUMNS = (*GROUP_COLUMNS, *(m.name for m in METRICS if m.headline))
+# The scaling table of a run with several team sizes: time, speedup and interference per size.
+SCALING_COLUMNS = (
+    *GROUP_COLUMNS,
+    *(
+        metric(name).name
+        for name in (
+            "SR",
+            "L",
+            "speedup",
+            "parallel_efficiency",
+            "EI",
+            "B",
+            "blocked_ticks",
+            "collisions",
+        )
+    ),
+)
+
+
+def scaling_records(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summary records of the scaling table, grouped by baseline, comm and family and
+    ordered by team size; none unless the run has several team sizes. Per-level records are
+    left out (the main table has them)."""
+    if len({r["n_agents"] for r in table}) < 2:
+        return []
+    records = [r for r in table if r.get("level", "all") == "all"]
+    return sorted(
+        records,
+        key=lambda r: (r["baseline"], r["comm"], r["family"] != "all", r["family"], r["n_agents"]),
+    )
 
 
 def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> list[str]:
@@ -162,6 +194,16 @@ def write_summary(root: Path, table: list[dict[str, Any]], deltas: list[dict[str
     exact = ", ".join(m.name for m in METRICS if m.interval == "clopper_pearson")
     lines = ["# Summary", "", f"Mean [95% interval]; {exact}: Clopper-Pearson, others: t.", ""]
     lines += _markdown_table(_with_level(TABLE_COLUMNS, table), table)
+    scaling = scaling_records(table)
+    if scaling:
+        lines += ["", "## Scaling (per team size)", ""]
+        lines += [
+            "speedup = L_1 / L_n against the one-agent run on the same task, scene and seed; "
+            "parallel_efficiency = speedup / n; EI = 1 - L_n / L_1; blocked_ticks and "
+            "collisions are per episode, summed over agents.",
+            "",
+        ]
+        lines += _markdown_table(SCALING_COLUMNS, scaling)
     if deltas:
         cols = ("baseline", "n_agents", "family", "pairs", *DELTA_METRICS)
         lines += ["", "## Communication ablation (comm on - comm off, paired)", ""]

@@ -30,12 +30,22 @@ from benchmark.sim.scene import load_scene
 from benchmark.sim.world import OK, ActionResult, AgentState, World, restore, snapshot
 
 
-def start_poses(cells: Sequence[tuple[int, int]], count: int, seed: int) -> list[AgentState]:
-    """Distinct seeded start cells, from ``cells``, and headings on the 90-degree grid."""
-    if count > len(cells):
+def check_room(scene: str, cells: int, count: int) -> None:
+    """Raise ValueError unless ``count`` agents fit on distinct cells of ``scene``, which has
+    ``cells`` reachable cells (each agent stands on its own cell)."""
+    if count > cells:
         raise ValueError(
-            f"agentCount={count} needs {count} free reachable cells, there are {len(cells)}"
+            f"scene {scene} has {cells} reachable cells, too few for agentCount={count}: "
+            "every agent needs a reachable cell of its own"
         )
+
+
+def start_poses(
+    scene: str, cells: Sequence[tuple[int, int]], count: int, seed: int
+) -> list[AgentState]:
+    """Distinct seeded start cells, from the free reachable ``cells`` of ``scene``, and
+    headings on the 90-degree grid; ValueError naming the scene when there are too few."""
+    check_room(scene, len(cells), count)
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(cells), size=count, replace=False)
     headings = rng.integers(0, 4, size=count) * 90
@@ -50,7 +60,8 @@ class Controller:
 
     Args:
         scene: ``FloorPlanN`` or ``FloorPlanN_physics`` (the 120 iTHOR floor plans).
-        agentCount: number of agents, 1..5.
+        agentCount: number of agents, 1..8 (:data:`~benchmark.sim.initialize.MAX_AGENTS`);
+            the scene must have a reachable cell for each, else ValueError.
         gridSize: must be 0.25 (metres).
         visibilityDistance: how far an agent sees and reaches, metres.
         fieldOfView: horizontal and vertical field of view, degrees.
@@ -114,10 +125,11 @@ class Controller:
             merged["scene"] = scene
         check_params(merged, CONSTRUCTOR_PARAMS, "Controller")
         loaded = load_scene(merged["scene"], merged["cache_dir"])
+        # Placed before anything changes, so that a scene too small leaves the controller as it was.
+        agents = start_poses(loaded.name, loaded.reachable, merged["agentCount"], merged["seed"])
         self.initialization_parameters = merged
         self.scene = loaded
         self.world = World(loaded, object_facts(), [], 1.0, 90.0)
-        agents = start_poses(loaded.reachable, merged["agentCount"], merged["seed"])
         return self._start_agents(merged, agents, 0)
 
     def _start_agents(
@@ -145,8 +157,9 @@ class Controller:
         params = initialize_params(args, self.initialization_parameters)
         world = self.world
         first = world.agents[0]
+        check_room(self.scene.name, len(self.scene.reachable), params["agentCount"])
         free = [c for c in self.scene.reachable if c != (first.i, first.j)]
-        others = start_poses(free, params["agentCount"] - 1, params["seed"])
+        others = start_poses(self.scene.name, free, params["agentCount"] - 1, params["seed"])
         for k, a in enumerate(world.agents):
             if a.held >= 0:
                 drop(world, k, INITIALIZE)

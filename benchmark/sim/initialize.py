@@ -26,7 +26,9 @@ from typing import Any
 
 from benchmark.sim.scene import GRID_SIZE
 
-MAX_AGENTS = 5
+# The most agents a Controller takes; a scene must also have a reachable cell for each of them
+# (checked when the agents are placed, see benchmark.sim.controller.start_poses).
+MAX_AGENTS = 8
 
 # Parameters with an effect; the defaults are AI2-THOR's (Initialize's, for an omitted one).
 AGENT_DEFAULTS: dict[str, Any] = {

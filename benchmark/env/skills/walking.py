@@ -102,6 +102,11 @@ class Navigate(Skill):
 
     def observe(self, world: World, agent: int, result: ActionResult | None) -> None:
         self.ticks += 1
+        if result is None and self.goal is None and self.budget < 0:
+            # Never planned a route: no path leads there whatever the other agents do, so this
+            # tick is not one spent blocked by them.
+            self.finish(False, f"navigate {self.target} failed: no way there", SkillFailure.STUCK)
+            return
         if result is None or not result.success:
             self.blocked += 1
             self.streak += 1
@@ -110,10 +115,6 @@ class Navigate(Skill):
                     False,
                     f"navigate {self.target} failed: blocked by other agents",
                     SkillFailure.STUCK,
-                )
-            elif self.goal is None and result is None and self.budget < 0:
-                self.finish(
-                    False, f"navigate {self.target} failed: no way there", SkillFailure.STUCK
                 )
             return
         self.streak = 0
