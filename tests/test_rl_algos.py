@@ -30,7 +30,9 @@ from baselines.rl.algos import (
     nonzero_variance_groups,
     sppo_advantages,
     sppo_loss,
+    sppo_targets,
     trajectory_weights,
+    unit_sizes,
 )
 from baselines.rl.config import AlgoSettings
 
@@ -234,15 +236,62 @@ def test_clipped_value_loss_aggregates_with_loss_agg() -> None:
     assert seq_sum.item() == pytest.approx((2.5 + 4.5) / 2)
 
 
-def test_sppo_loss_regresses_the_log_ratio_to_eta_times_the_advantage() -> None:
+def test_sppo_per_decision_regresses_each_log_ratio_to_eta_times_the_advantage() -> None:
     logp = rows(0.1, 0.2, -0.3, 0.0, width=2)
     old = torch.zeros(2, 2, dtype=torch.float64)
     mask = rows(1.0, 1.0, 1.0, 0.0, width=2)
     adv = t(0.5, -1.0)
+    per_decision = {"sppo_target": "per_decision"}
     expected = ((0.3 - 0.5) ** 2 + (-0.3 + 1.0) ** 2) / 2
-    assert sppo_loss(logp, old, adv, mask, eta=1.0).item() == pytest.approx(expected)
+    assert sppo_loss(logp, old, adv, mask, eta=1.0, **per_decision).item() == pytest.approx(
+        expected
+    )
     expected = ((0.3 - 1.0) ** 2 + (-0.3 + 2.0) ** 2) / 2
-    assert sppo_loss(logp, old, adv, mask, eta=2.0).item() == pytest.approx(expected)
+    assert sppo_loss(logp, old, adv, mask, eta=2.0, **per_decision).item() == pytest.approx(
+        expected
+    )
+    # The earlier formula, bit for bit, whatever the unit sizes.
+    earlier = ((((logp - old) * mask).sum(-1) - 2.0 * adv) ** 2).mean()
+    sizes = t(3.0, 1.0)
+    assert torch.equal(sppo_loss(logp, old, adv, mask, 2.0, "per_decision", sizes), earlier)
+
+
+def test_sppo_per_trajectory_spreads_the_target_over_the_trajectory() -> None:
+    # Unit 7: three decisions with A = 0.6; unit 2: one decision with A = -1; unit 5: two
+    # decisions with A = 0.25.
+    units = torch.tensor([7, 2, 7, 5, 7, 5])
+    adv = t(0.6, -1.0, 0.6, 0.25, 0.6, 0.25)
+    sizes = unit_sizes(units)
+    assert sizes.tolist() == [3.0, 1.0, 3.0, 2.0, 3.0, 2.0]
+    target = sppo_targets(adv, eta=2.0, sppo_target="per_trajectory", unit_size=sizes)
+    assert target.tolist() == pytest.approx([0.4, -2.0, 0.4, 0.25, 0.4, 0.25])
+    for unit, unit_adv in ((7, 0.6), (2, -1.0), (5, 0.25)):
+        assert float(target[units == unit].sum()) == pytest.approx(2.0 * unit_adv)
+    assert sppo_targets(adv, 2.0, "per_decision", sizes).tolist() == pytest.approx(
+        (2.0 * adv).tolist()
+    )
+    # The loss regresses each decision's summed token log-ratio to its share.
+    logp = rows(0.1, 0.2, -0.5, 0.0, 0.3, 0.0, 0.1, 0.1, 0.0, 0.0, 0.2, 0.0, width=2)
+    old = torch.zeros_like(logp)
+    mask = rows(1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, width=2)
+    log_ratio = [0.3, -0.5, 0.3, 0.2, 0.0, 0.2]
+    shares = [0.4, -2.0, 0.4, 0.25, 0.4, 0.25]
+    expected = sum((x - y) ** 2 for x, y in zip(log_ratio, shares, strict=True)) / 6
+    loss = sppo_loss(logp, old, adv, mask, eta=2.0, unit_size=sizes)
+    assert loss.item() == pytest.approx(expected)
+    # One-decision units get the same target either way.
+    single = unit_sizes(torch.tensor([0, 1, 2]))
+    assert torch.equal(
+        sppo_targets(t(0.5, -1.0, 2.0), 1.5, "per_trajectory", single),
+        sppo_targets(t(0.5, -1.0, 2.0), 1.5, "per_decision", single),
+    )
+
+
+def test_sppo_target_errors_name_the_option() -> None:
+    with pytest.raises(ValueError, match=r"sppo_target='mean' must be one of \['per_trajectory'"):
+        sppo_targets(t(1.0), 1.0, "mean", t(1.0))
+    with pytest.raises(ValueError, match="sppo_target='per_trajectory' needs unit_size"):
+        sppo_targets(t(1.0), 1.0, "per_trajectory", None)
 
 
 # ---------------------------------------------------------------------- KL
@@ -281,7 +330,7 @@ def test_registered_functions_declare_how_they_are_called() -> None:
     }
     assert {n: (p.params, p.per_token) for n, p in POLICY_LOSSES.items()} == {
         "clipped": (("clip_low", "clip_high", "dual_clip", "loss_agg"), True),
-        "sppo": (("eta",), False),
+        "sppo": (("eta", "sppo_target"), False),
     }
     fields = {f.name for f in dataclasses.fields(AlgoSettings)}
     for entry in [*ADVANTAGES.values(), *POLICY_LOSSES.values()]:

@@ -97,6 +97,7 @@ def test_settings_are_frozen() -> None:
         (["trainer.minibatch_size=0"], "trainer.minibatch_size=0 must be >= 1"),
         (["trainer.kl_coef=-1"], "trainer.kl_coef=-1.0 must be >= 0.0"),
         (["trainer.beta=0"], "trainer.beta=0.0 must be > 0"),
+        (["trainer.sppo_target=mean"], "trainer.sppo_target='mean' is not one of ['per_trajec"),
         (["policy.sharing=mixed"], "policy.sharing='mixed' is not one of ['shared', 'per_agent']"),
         (["policy.generator=jax"], "policy.generator='jax' is not one of ['torch', 'vllm']"),
         (

@@ -108,11 +108,14 @@ def test_update_raises_the_likelihood_of_positive_advantage_replies(
     assert stats["charts/logprob_mismatch"] < 1e-4
 
 
-@pytest.mark.parametrize("algo", ["grpo", "ppo", "sppo"])
+@pytest.mark.parametrize("algo", ["grpo", "ppo", "sppo", "sppo:per_decision"])
 def test_every_trainer_runs_a_step_with_its_losses(
     algo: str, sft_model: Path, tmp_path: Path
 ) -> None:
+    algo, _, target = algo.partition(":")
     extra = {"trainer": {"name": algo, "filter_zero_variance": False, "kl_coef": 0.05}}
+    if target:
+        extra["trainer"]["sppo_target"] = target
     if algo == "ppo":
         extra["trainer"]["return_mode"] = "to_go"
     trainer = Trainer(_cfg(sft_model, tmp_path, **extra), tmp_path)

@@ -90,7 +90,14 @@ def loss_inputs(monkeypatch) -> list[dict]:
     for name, entry in list(algos.POLICY_LOSSES.items()):
 
         def record(logp, old_logp, advantages, mask, _fn=entry.fn, _name=name, **params):
-            calls.append({"loss": _name, "adv": advantages.detach(), "mask": mask.detach()})
+            calls.append(
+                {
+                    "loss": _name,
+                    "adv": advantages.detach(),
+                    "mask": mask.detach(),
+                    "unit_size": params.get("unit_size"),
+                }
+            )
             return _fn(logp, old_logp, advantages, mask, **params)
 
         monkeypatch.setitem(algos.POLICY_LOSSES, name, dataclasses.replace(entry, fn=record))
@@ -191,6 +198,23 @@ def test_sppo_loss_gets_soft_mean_advantages_on_the_plain_mask(
     for row, k in enumerate(rows):
         assert float(call["adv"][row]) == pytest.approx(float(expected[SAMPLES[k][1]]))
     assert set(call["mask"].unique().tolist()) == {0.0, 1.0}  # balancing is for clipped losses
+    # Units 0, 1 and 2 have 3, 1 and 2 samples in the update batch.
+    sizes = {0: 3.0, 1: 1.0, 2: 2.0}
+    assert call["unit_size"].tolist() == [sizes[SAMPLES[k][1]] for k in rows]
+
+
+@pytest.mark.parametrize("target", ["per_trajectory", "per_decision"])
+def test_sppo_update_regresses_to_its_target(tiny_model: Path, tmp_path: Path, target: str) -> None:
+    # One pass over one minibatch: the old policy is the current one, so every log-ratio is 0
+    # when the loss is taken and the loss is the mean squared target.
+    trainer = _trainer(tiny_model, tmp_path, name="sppo", eta=2.0, sppo_target=target)
+    stats = trainer.update(collate(_samples(trainer), trainer.policy.tokenizer.pad_token_id))
+    unit_adv = algos.sppo_advantages(torch.tensor([1.0, 0.0, 0.5]), torch.zeros(3).long())
+    kept = [unit for _, unit, _ in SAMPLES[:6]]  # group 1 has no signal and is dropped
+    n = {0: 3, 1: 1, 2: 2}
+    spread = target == "per_trajectory"
+    shares = [2.0 * float(unit_adv[u]) / (n[u] if spread else 1) for u in kept]
+    assert stats["losses/policy"] == pytest.approx(sum(x * x for x in shares) / 6, rel=1e-5)
 
 
 def test_a_batch_of_zero_variance_groups_leaves_the_policy_alone(

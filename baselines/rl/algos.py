@@ -61,12 +61,18 @@ def nonzero_variance_groups(rewards: torch.Tensor, groups: torch.Tensor) -> torc
     return group_std(rewards, groups) > 0
 
 
+def unit_sizes(units: torch.Tensor) -> torch.Tensor:
+    """(B,) float: n_u, the number of samples of each sample's unit. units: (B,) integer unit
+    ids."""
+    _, inverse, counts = torch.unique(units, return_inverse=True, return_counts=True)
+    return counts[inverse].float()
+
+
 def trajectory_weights(units: torch.Tensor) -> torch.Tensor:
     """(B,) sample weights under which every unit (an agent trajectory) weighs the same whatever
     its number of samples: (B / U) / n_u for a sample of unit u with n_u samples, so the
     weights sum to B. units: (B,) integer unit ids."""
-    _, inverse, counts = torch.unique(units, return_inverse=True, return_counts=True)
-    return (len(units) / len(counts)) / counts[inverse].float()
+    return (len(units) / len(torch.unique(units))) / unit_sizes(units)
 
 
 def masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -218,8 +224,10 @@ class PolicyLoss:
     """A registered policy loss ``fn(logp, old_logp, advantages, mask, **params) -> scalar``.
 
     ``per_token``: advantages are (B, T) and ``mask`` carries the trajectory-balancing sample
-    weights (mask * weight); otherwise advantages are (B,), one per sequence, and ``mask`` is
-    the plain loss mask. ``params`` are trainer config fields passed by keyword.
+    weights (mask * weight); otherwise advantages are (B,), one per sequence, ``mask`` is the
+    plain loss mask, and the keyword ``unit_size`` (B,) gives the number of samples of each
+    sample's unit in the whole update batch (:func:`unit_sizes`; a minibatch sees only part of
+    a unit). ``params`` are trainer config fields passed by keyword.
     """
 
     fn: Callable[..., torch.Tensor]
@@ -269,18 +277,55 @@ def clipped_policy_loss(
     return aggregate(loss, mask, loss_agg)
 
 
-@register_policy_loss("sppo", params=("eta",), per_token=False)
+SPPO_TARGETS = ("per_trajectory", "per_decision")
+
+
+def sppo_targets(
+    advantages: torch.Tensor,
+    eta: float = 1.0,
+    sppo_target: str = "per_trajectory",
+    unit_size: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The log-ratio each sequence regresses to, (B,).
+
+    SPPO's target eta * A belongs to a whole unit (an agent trajectory when A is its episode
+    return). ``per_trajectory`` spreads it over the unit's n_u sequences, eta * A / n_u each,
+    so that their summed log-ratio, the trajectory's, is regressed to eta * A.
+    ``per_decision`` asks every sequence for the whole eta * A, so a trajectory of n_u
+    decisions is pushed towards n_u * eta * A. The two agree when every unit is one sequence
+    (``return_mode=to_go``, ``group_by`` with ``turn``).
+
+    Args:
+        advantages: (B,) the unit advantage of each sequence.
+        eta: the target scale.
+        sppo_target: ``per_trajectory`` or ``per_decision`` (``SPPO_TARGETS``).
+        unit_size: (B,) n_u of each sequence's unit (:func:`unit_sizes`); per_trajectory only.
+    """
+    if sppo_target == "per_decision":
+        return eta * advantages
+    if sppo_target != "per_trajectory":
+        raise ValueError(f"sppo_target={sppo_target!r} must be one of {list(SPPO_TARGETS)}")
+    if unit_size is None:
+        raise ValueError("sppo_target='per_trajectory' needs unit_size (the unit of each sample)")
+    return eta * advantages / unit_size
+
+
+@register_policy_loss("sppo", params=("eta", "sppo_target"), per_token=False)
 def sppo_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
     advantages: torch.Tensor,
     mask: torch.Tensor,
     eta: float = 1.0,
+    sppo_target: str = "per_trajectory",
+    unit_size: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """mean_i (sum_t mask * (log pi - log pi_old) - eta * A_i)^2. logp, old_logp, mask: (B, T);
-    advantages: (B,)."""
+    """mean_i (sum_t mask * (log pi - log pi_old) - target_i)^2 with the :func:`sppo_targets`
+    target_i: eta * A_i / n_u (per_trajectory) or eta * A_i (per_decision). logp, old_logp,
+    mask: (B, T); advantages, unit_size: (B,)."""
     log_ratio = ((logp - old_logp) * mask).sum(-1)
-    return ((log_ratio - eta * advantages) ** 2).mean()
+    target = sppo_targets(advantages, eta, sppo_target, unit_size)
+    return ((log_ratio - target) ** 2).mean()
 
 
 def clipped_value_loss(

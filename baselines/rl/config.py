@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS
+from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS, SPPO_TARGETS
 from baselines.rl.checks import ConfigError, at_least, in_range, one_of
 from baselines.rl.rollout import RolloutSettings
 from baselines.rl.samples import GROUP_BY, RETURN_MODES
@@ -36,6 +36,7 @@ class AlgoSettings:
     norm_by_std: bool = True  # GRPO: divide by the group std (false gives Dr.GRPO)
     beta: float = 1.0  # SPPO: temperature of the soft-mean baseline
     eta: float = 1.0  # SPPO: scale of the advantage the log-ratio regresses to
+    sppo_target: str = "per_trajectory"  # SPPO: per_trajectory | per_decision (algos.sppo_targets)
     clip_low: float = 0.2  # policy ratio clip below 1
     clip_high: float = 0.2  # policy ratio clip above 1
     dual_clip: float | None = 3.0  # dual clip c for negative advantages (null: off)
@@ -64,6 +65,7 @@ class AlgoSettings:
         one_of(self, "kl_estimator", KL_ESTIMATORS)
         one_of(self, "loss_agg", AGGREGATIONS)
         one_of(self, "return_mode", RETURN_MODES)
+        one_of(self, "sppo_target", SPPO_TARGETS)
         if set(self.group_by) - set(GROUP_BY):
             raise ConfigError("group_by", list(self.group_by), f"may only hold {list(GROUP_BY)}")
         in_range(self, "clip_low", 0.0, 1.0)

@@ -32,13 +32,15 @@ class Targets:
     """What the loss of a minibatch compares against, per sample of the batch.
 
     adv: (B,) sequence advantages or (B, T) token advantages; weight: (B,) sample weights;
-    old_logp: (B, T) or None when the loss forward is the old policy (one pass over one
-    minibatch); ref_logp: (B, T) reference logprobs (KL term) or None; returns, old_values:
-    (B, T) value targets and old values (value head) or None.
+    unit_size: (B,) the number of samples of each sample's unit in the batch; old_logp: (B, T)
+    or None when the loss forward is the old policy (one pass over one minibatch); ref_logp:
+    (B, T) reference logprobs (KL term) or None; returns, old_values: (B, T) value targets and
+    old values (value head) or None.
     """
 
     adv: torch.Tensor
     weight: torch.Tensor
+    unit_size: torch.Tensor
     old_logp: torch.Tensor | None = None
     ref_logp: torch.Tensor | None = None
     returns: torch.Tensor | None = None
@@ -119,7 +121,8 @@ def minibatch_loss(
         weighted = mask * targets.weight.to(dev).unsqueeze(-1)
         policy_loss = policy_loss_fn.fn(out.logp, old, adv, weighted, **params)
     else:
-        policy_loss = policy_loss_fn.fn(out.logp, old, adv, mask, **params)
+        unit_size = targets.unit_size.to(dev)
+        policy_loss = policy_loss_fn.fn(out.logp, old, adv, mask, unit_size=unit_size, **params)
     loss = policy_loss
     stats = {"losses/policy": policy_loss.item()}
     if algorithm.value_head:
@@ -193,7 +196,7 @@ def update_policy(
     weight = torch.ones(len(batch))
     if algo.balance_trajectories:
         weight = algos.trajectory_weights(batch.unit)
-    targets = Targets(adv, weight)
+    targets = Targets(adv, weight, algos.unit_sizes(batch.unit))
     single_pass = (
         algo.ppo_epochs == 1 and len(batch) <= algo.minibatch_size and not algorithm.value_head
     )
