@@ -38,7 +38,7 @@ from leaderboard.bundle import MANIFEST, ROWS, read_bundle
 from leaderboard.db.models import Entry, Submission
 from leaderboard.db.session import open_database
 from leaderboard.pack import seal
-from leaderboard.seed import reference_bundles
+from leaderboard.seed import smoke_bundles
 from leaderboard.settings import load_settings
 from leaderboard.verify import measure
 
@@ -129,7 +129,7 @@ async def _load(
 def run_bench(
     submissions: int, concurrency: int, workers: int, teams: int, log_path: Path
 ) -> dict[str, Any]:
-    bundles = [p.read_bytes() for p in reference_bundles()]
+    bundles = [p.read_bytes() for p in smoke_bundles()]
     kinds = [(b, "verified") for b in bundles] + [(forged(bundles[0]), "rejected")]
     with tempfile.TemporaryDirectory(prefix="lb-bench-") as tmp:
         data_dir = Path(tmp) / "data"
@@ -176,7 +176,7 @@ def run_bench(
     span = (last - first).total_seconds()
     # Single-process verification of each reference bundle (its episodes differ in length:
     # the random team plays to the horizon), and the rate of the job mix it implies.
-    names = [p.name.split("-")[0] for p in reference_bundles()]
+    names = [p.name.split("-")[0] for p in smoke_bundles()]
     single = {
         name: measure(read_bundle(io.BytesIO(data)), repeats=2)["episodes_per_s"]
         for name, data in zip(names, bundles, strict=True)

@@ -2,10 +2,11 @@
 
 Starts the server (the options are those of ``python -m leaderboard.serve``; ``--help`` lists
 them), creates the team ``collab-bench reference`` when it is missing, submits the committed
-reference bundles (``leaderboard/seed/*.tar.gz``: oracle, heuristic, random and llm_planner on
-the smoke suite) through the HTTP API like any team would, waits for their verdicts, prints the
-board's URL, and keeps serving until interrupted. Bundles the team already submitted are not
-submitted again, so restarting on the same data directory is quiet.
+reference bundles (``leaderboard/seed/paper/*.tar.gz``: the runs behind the paper's committed
+tables, see ``python -m leaderboard.paper``) through the HTTP API like any team would, waits
+for their verdicts, prints the board's URL, and keeps serving until interrupted. Bundles the
+team already submitted are not submitted again, so restarting on the same data directory is
+quiet.
 """
 
 from __future__ import annotations
@@ -29,12 +30,19 @@ from leaderboard.settings import Settings, settings_from_cli
 PROG = "python -m leaderboard.seed"
 TEAM = "collab-bench reference"
 BUNDLES_DIR = Path(__file__).resolve().parent / "seed"
+PAPER_DIR = BUNDLES_DIR / "paper"  # the paper tables' runs: what the board is seeded with
+SMOKE_DIR = BUNDLES_DIR / "smoke"  # four small smoke-suite bundles: fixtures of tests and bench
 VERDICT_TIMEOUT_S = 600.0
 
 
 def reference_bundles() -> list[Path]:
-    """The committed reference bundles, by name."""
-    return sorted(BUNDLES_DIR.glob("*.tar.gz"))
+    """The committed reference bundles (the paper tables' runs), by name."""
+    return sorted(PAPER_DIR.glob("*.tar.gz"))
+
+
+def smoke_bundles() -> list[Path]:
+    """The four small smoke-suite bundles (oracle, heuristic, random, llm_planner), by name."""
+    return sorted(SMOKE_DIR.glob("*.tar.gz"))
 
 
 def _token_and_pending(settings: Settings) -> tuple[str, list[Path]]:

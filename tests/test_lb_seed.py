@@ -10,6 +10,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmark.reproduce.spec import load_table, table_names
+from leaderboard.seed import reference_bundles
 from tests.helpers.lb_server import free_port
 
 START_S = 300.0
@@ -41,20 +43,32 @@ def _stop(process: subprocess.Popen[str]) -> None:
     process.wait(60)
 
 
-def test_the_seeded_board_shows_the_four_reference_baselines_verified(tmp_path: Path) -> None:
+def _expected_entries() -> dict[str, int]:
+    """Entries per track the committed paper bundles make: one per method (the run's label) and
+    track; a second bundle of the same episodes by the same method is a reproduction."""
+    labels = {r.id: r.label for name in table_names("all") for r in load_table(name).runs}
+    methods: dict[str, set[str]] = {}
+    for path in reference_bundles():
+        run_id, rest = path.name.split(".", 1)
+        methods.setdefault(rest.removesuffix(".tar.gz"), set()).add(labels[run_id])
+    return {track: len(m) for track, m in methods.items()}
+
+
+def test_the_seeded_board_shows_every_paper_bundle_verified(tmp_path: Path) -> None:
+    expected = _expected_entries()
+    assert len(reference_bundles()) >= 20
     port = free_port()
     process, lines = _seed(tmp_path / "data", port)
     try:
         verdicts = [line for line in lines if ".tar.gz: " in line]
-        assert len(verdicts) == 4 and all(": verified track " in v for v in verdicts), lines
+        assert len(verdicts) == len(reference_bundles()), lines
+        assert all(v.split(": ", 1)[1].startswith("verified") for v in verdicts), lines
         assert lines[-1].startswith(f"leaderboard: http://127.0.0.1:{port}/")
         tracks = httpx.get(f"http://127.0.0.1:{port}/api/tracks").json()["suite_versions"]
         entries = {t["key"]: t["entries"] for group in tracks for t in group["tracks"]}
-        assert entries == {
-            "smoke-v1.n2.comm-on.full.skill": 1,  # the oracle sees everything
-            "smoke-v1.n2.comm-on.partial.skill": 3,  # heuristic, random, llm_planner
-        }
-        assert "heuristic" in httpx.get(f"http://127.0.0.1:{port}/tracks/{max(entries)}").text
+        assert {k: v for k, v in entries.items() if v} == expected
+        page = httpx.get(f"http://127.0.0.1:{port}/tracks/paper-v1.n2.comm-on.partial.skill").text
+        assert "heuristic" in page and "random" in page
     finally:
         _stop(process)
     # A restart on the same data submits nothing again.
@@ -62,6 +76,8 @@ def test_the_seeded_board_shows_the_four_reference_baselines_verified(tmp_path: 
     try:
         assert "with 0 reference bundle(s)" in lines[0], lines
         tracks = httpx.get(f"http://127.0.0.1:{port}/api/tracks").json()["suite_versions"]
-        assert sum(t["entries"] for group in tracks for t in group["tracks"]) == 4
+        assert sum(t["entries"] for group in tracks for t in group["tracks"]) == sum(
+            expected.values()
+        )
     finally:
         _stop(process)

@@ -17,7 +17,7 @@ Each table is a YAML file ``configs/paper/<name>.yaml`` (see ``configs/paper/REA
     rows: [baseline, family]    # the row fields, in order
     where: {level: all}         # keep only these groups
     columns: [SR, TR, C, B, L, llm/tokens_in]
-    figure: {metric: SR, x: family, series: baseline, kind: bar}
+    figure: {metric: SR, x: family, series: baseline, kind: bar, where: {}}
 
 Row fields are those of the episode rows (``baseline`` being the run's label) plus ``level``
 (``all`` or the task's source-suite level) and ``family`` (a family or ``all``). Columns are
@@ -61,10 +61,14 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class FigureSpec:
+    """The table's figure: ``metric`` against row field ``x``, one bar group or line per value
+    of row field ``series``, over the records matching ``where`` (row field -> value)."""
+
     metric: str
     x: str
     series: str
     kind: str = "bar"
+    where: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,11 @@ def parse_table(data: Any, path: Path) -> TableSpec:
             x=_need(f, "x", str, f"{where}.figure"),
             series=_need(f, "series", str, f"{where}.figure"),
             kind=f.get("kind", "bar"),
+            where=dict(f.get("where") or {}),
         )
+        bad_where = [k for k in figure.where if k not in rows]
+        if bad_where:
+            raise SpecError(f"{where}.figure.where: {bad_where} are not rows of the table {rows}")
         if figure.kind not in FIGURE_KINDS:
             raise SpecError(f"{where}.figure.kind: {figure.kind!r} is not one of {FIGURE_KINDS}")
         for axis in (figure.x, figure.series):

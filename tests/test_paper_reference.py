@@ -1,0 +1,107 @@
+"""The committed paper tables hold: every committed trace replays to its recorded metrics, every
+committed table is exactly what its committed bundles give, and a short fresh run of each table's
+deterministic runs matches the committed episodes trace by trace.
+
+A change to the simulator, the tasks, the teams or the metrics that moves a published number
+fails here, with the table, row and column (or the episode) named."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmark.reproduce.app import Options, committed_runs, make_table
+from benchmark.reproduce.check import committed_problems
+from benchmark.reproduce.sources import bundle_paths
+from benchmark.reproduce.spec import load_table, table_names
+from leaderboard.bundle import read_bundle
+from leaderboard.seed import PAPER_DIR
+from leaderboard.verify import verify_bundle
+
+TABLES = PAPER_DIR / "tables"
+COMMITTED = sorted(p.stem for p in TABLES.glob("*.csv"))
+BUNDLES = sorted(PAPER_DIR.glob("*.tar.gz"))
+# The tables whose runs are committed (README, "Reproducing the tables"); the others are
+# documented commands whose results are not committed yet.
+EXPECTED = ["comm", "main", "mapthor", "scaling"]
+
+
+def test_the_committed_tables_are_the_expected_ones() -> None:
+    assert COMMITTED == EXPECTED
+    for name in COMMITTED:
+        for ext in ("md", "tex", "png"):
+            assert (TABLES / f"{name}.{ext}").is_file(), f"{name}.{ext} is not committed"
+
+
+def test_every_committed_bundle_belongs_to_a_table_run() -> None:
+    runs = {r.id for name in table_names("all") for r in load_table(name).runs}
+    owners = {p.name.split(".", 1)[0] for p in BUNDLES}
+    assert owners <= runs, f"bundles of no table run: {sorted(owners - runs)}"
+    for name in COMMITTED:
+        for run in load_table(name).runs:
+            assert bundle_paths(run, PAPER_DIR), f"{name}: run {run.id} has no committed bundle"
+
+
+def test_the_committed_bundles_stay_lean() -> None:
+    total = sum(p.stat().st_size for p in PAPER_DIR.rglob("*") if p.is_file())
+    assert total < 50 * 2**20, f"leaderboard/seed/paper holds {total / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_a_committed_table_is_rebuilt_exactly_from_its_bundles(name: str) -> None:
+    spec = load_table(name)
+    problems = committed_problems(spec, committed_runs(spec, PAPER_DIR), TABLES / f"{name}.csv")
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", BUNDLES, ids=lambda p: p.name.split(".")[0])
+def test_every_committed_trace_replays(path: Path) -> None:
+    with path.open("rb") as handle:
+        verdict = verify_bundle(read_bundle(handle))
+    reasons = list(verdict.reasons) + [r for e in verdict.episodes for r in e.reasons]
+    assert verdict.ok, "\n".join(reasons[:20])
+    assert verdict.episodes
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_a_short_fresh_run_matches_the_committed_episodes(name: str, tmp_path: Path) -> None:
+    """The deterministic runs of the table on a few seeds (each run's ``short`` overrides),
+    checked trace by trace; the sampled (LLM) runs are read from their bundles, their short runs
+    being minutes each on 2 cores (tests/test_paper_reference_llm.py, marked slow)."""
+    spec = load_table(name)
+    opts = Options(
+        table=name,
+        output_dir=str(tmp_path),
+        short=True,
+        check=True,
+        fresh_runs="deterministic",
+        reference_dir=str(PAPER_DIR),
+    )
+    outcome = make_table(spec, opts)
+    assert outcome.problems == [], "\n".join(outcome.problems)
+    assert any((tmp_path / "runs-short").iterdir())
+
+
+def test_the_changelog_names_the_committed_tables_as_they_are() -> None:
+    """Every change to a committed table comes with a new versioned CHANGELOG entry: the newest
+    ``## Tables vN (date)`` entry lists the sha256 (first 12 hex digits) of each table's CSV."""
+    text = (PAPER_DIR.parents[2] / "CHANGELOG.md").read_text()
+    entries = re.findall(r"^## Tables v(\d+) \((\d{4}-\d{2}-\d{2})\)$", text, re.M)
+    assert entries, "CHANGELOG.md has no '## Tables vN (YYYY-MM-DD)' entry"
+    versions = [int(v) for v, _ in entries]
+    assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
+    newest = text.split(f"## Tables v{versions[0]} ", 1)[1].split("\n## ", 1)[0]
+    listed = dict(re.findall(r"^- `(\w+)`: ([0-9a-f]{12})$", newest, re.M))
+    actual = {
+        name: hashlib.sha256((TABLES / f"{name}.csv").read_bytes()).hexdigest()[:12]
+        for name in COMMITTED
+    }
+    if listed != actual:
+        lines = "\n".join(f"- `{n}`: {h}" for n, h in sorted(actual.items()))
+        raise AssertionError(
+            f"the committed tables changed since Tables v{versions[0]}: add an entry "
+            f"'## Tables v{versions[0] + 1} (date)' saying what changed and why, listing\n{lines}"
+        )
