@@ -97,7 +97,7 @@ def test_the_summary_has_a_cell_per_declared_metric_and_clips_to_its_range(
     assert all(f" {name} |" in (tmp_path / "summary.md").read_text() for name in headline)
     ei = interval_cell([0.9, 0.95, 0.2], metric("EI"))
     assert ei["hi"] == 1.0 and ei["lo"] < 0.2  # EI = 1 - L_n / L_1 never exceeds 1
-    sr = _cell([1.0, 1.0, 1.0], metric("SR"))
+    sr = interval_cell([1.0, 1.0, 1.0], metric("SR"))
     assert sr["mean"] == 1.0 and sr["hi"] == 1.0 and 0.2 < sr["lo"] < 1.0  # Clopper-Pearson
 
 
