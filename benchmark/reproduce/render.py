@@ -134,11 +134,7 @@ def figure(path: Path, spec: TableSpec, records: list[Record]) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = [
-        r
-        for r in records
-        if all(str(r[k]) == str(v) for k, v in fig_spec.where.items())
-    ]
+    records = [r for r in records if all(str(r[k]) == str(v) for k, v in fig_spec.where.items())]
     series: dict[str, list[Record]] = {}
     for r in records:
         series.setdefault(r[fig_spec.series], []).append(r)
