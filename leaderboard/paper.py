@@ -7,8 +7,10 @@ For every run of the chosen tables (``configs/paper/<table>.yaml``) it packs eac
 directory holds into ``<out>/<run id>.<track key>.tar.gz`` (:func:`leaderboard.pack.pack_run`:
 every episode of the track must have finished), then rebuilds the tables from those bundles and
 writes them under ``<out>/tables/``, so that the committed tables are exactly what the committed
-bundles give. ``python -m leaderboard.seed`` submits these bundles to a fresh board, and
-``make test`` replays them and rebuilds the tables (tests/test_paper_reference.py).
+bundles give. A table with a training stage also gets its learning curves committed, as
+``<out>/<table>.curves.jsonl`` (the training runs' held-out evaluations).
+``python -m leaderboard.seed`` submits these bundles to a fresh board, and ``make test``
+replays them and rebuilds the tables (tests/test_paper_reference.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pathlib import Path
 
 from benchmark.paths import REPO_ROOT
 from benchmark.reproduce.app import Options, make_table
+from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import TableSpec, load_table, table_names
+from benchmark.reproduce.training import curves_path, read_curves, save_curves
 from leaderboard.pack import describe, pack_run
 from leaderboard.tracks import read_run, tracks_of_run
 
@@ -31,7 +35,7 @@ def pack_table(spec: TableSpec, runs_dir: Path, out: Path) -> list[Path]:
     """The bundles of every run of ``spec``; stale bundles of those runs are removed first."""
     written = []
     for run_spec in spec.runs:
-        root = runs_dir / run_spec.id
+        root = spec.run_dir(runs_dir, run_spec)
         run = read_run(root)
         tracks = sorted(tracks_of_run(run), key=lambda t: t.key)
         if not tracks:
@@ -46,6 +50,9 @@ def pack_table(spec: TableSpec, runs_dir: Path, out: Path) -> list[Path]:
         for track in tracks:
             path = out / f"{run_spec.id}.{track.key}.tar.gz"
             written.append(pack_run(root, path, submission, track))
+    if spec.training is not None:
+        curves = read_curves(spec.training, runs_dir / spec.training.out)
+        written.append(save_curves(curves, curves_path(spec, out)))
     return written
 
 
@@ -66,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts.output_dir = str(out / "tables")
             made = make_table(spec, opts)
             print(f"table {name}: " + ", ".join(str(p) for p in made.files))
-    except (ValueError, OSError) as err:
+    except (ValueError, OSError, SourceError) as err:
         print(f"paper: error: {err}", file=sys.stderr)
         return 2
     return 0

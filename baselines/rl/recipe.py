@@ -3,6 +3,12 @@ the same wall-clock budget, then the report and curves.
 
     python -m baselines.rl.recipe                      # 30 minutes per trainer
     python -m baselines.rl.recipe --minutes 5 --trainers grpo --out outputs/rl_quick
+    python -m baselines.rl.recipe --trainers grpo sppo sppo_per_decision \
+        --tasks transport_apple_fridge_v0 transport_produce_fridge_v0
+
+``--trainers`` names configs of ``configs/trainer/`` (``sppo_per_decision`` is SPPO with its
+earlier per-decision target); ``--tasks`` sets the tasks of the SFT demonstrations, of
+training and of the held-out evaluations (default: the training config's).
 
 Each stage is the public command line (``baselines.sft``, ``baselines.train``), so the run
 directories are ordinary training runs that resume if the recipe is interrupted.
@@ -36,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         default=100_000,
         help="update steps per trainer (the budget ends first)",
     )
+    parser.add_argument("--tasks", nargs="+", default=None, help="task ids (SFT, training, eval)")
     parser.add_argument("--sft-episodes", type=int, default=400)
     parser.add_argument("--sft-epochs", type=int, default=3)
     parser.add_argument("--name", default="sft-tiny", help="the SFT policy's name")
@@ -47,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         help="held-out episodes of the final check (0: none)",
     )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every trainer")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may follow options
     out = args.out.resolve()
+    tasks = [f"data.tasks=[{','.join(args.tasks)}]"] if args.tasks else []
     if not args.skip_sft:
         _run(
             [
@@ -57,8 +65,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"epochs={args.sft_epochs}",
                 f"name={args.name}",
                 f"hydra.run.dir={out / 'sft'}",
+                *([f"tasks=[{','.join(args.tasks)}]"] if args.tasks else []),
             ]
         )
+    # The trainers start from this recipe's SFT model (its copy under --name may be replaced
+    # by a later recipe), or from the saved policy --name with --skip-sft.
+    init = args.name if args.skip_sft else str(out / "sft" / "model")
     runs = []
     for trainer in args.trainers:
         run = out / trainer
@@ -66,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
             [
                 "baselines.train",
                 f"trainer={trainer}",
-                f"policy.init={args.name}",
+                f"policy.init={init}",
                 f"steps={args.steps}",
                 f"max_minutes={args.minutes}",
                 f"hydra.run.dir={run}",
+                *tasks,
                 *args.overrides,
             ]
         )
@@ -84,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "episodes": args.final_episodes,
         "train": training_config(runs[0] / "config.yaml" if runs else None),
     }
-    final = evaluate_policy(args.name, out / "final_eval" / args.name, **options)
+    final = evaluate_policy(init, out / "final_eval" / "sft", **options)
     for run in runs:
         final += evaluate_policy(str(run / "final_model"), out / "final_eval" / run.name, **options)
     (out / "final_eval.json").write_text(json.dumps(final, indent=1))

@@ -164,10 +164,14 @@ class Trainer:
         ]
 
     def evaluate(self) -> dict[str, float]:
-        """Held-out episodes with the evaluation temperature."""
+        """Held-out episodes with the evaluation temperature: the metrics' means, and
+        ``eval/episodes`` (how many episodes the success rate is over, for its interval)."""
         self.sync_weights()
         options = dataclasses.replace(self.options, temperature=self.cfg.eval.temperature)
-        return episode_summary(self.play(self.eval_specs(), options=options), "eval/")
+        results = self.play(self.eval_specs(), options=options)
+        summary = episode_summary(results, "eval/")
+        summary["eval/episodes"] = sum("task/SR" in namespaced(r.metrics) for r in results)
+        return summary
 
     # ------------------------------------------------------------------ update
     def update(self, batch: Batch, key: str = "shared") -> dict[str, float]:

@@ -19,6 +19,20 @@ Each table is a YAML file ``configs/paper/<name>.yaml`` (see ``configs/paper/REA
     columns: [SR, TR, C, B, L, llm/tokens_in]
     figure: {metric: SR, x: family, series: baseline, kind: bar, where: {}}
 
+A table of trained policies first trains them (``training``), then reads runs the training
+wrote (``from`` instead of ``overrides``) and plots the training runs' held-out curves:
+
+.. code-block:: yaml
+
+    training:
+      module: baselines.rl.recipe       # python -m <module> <args>, {out} its output directory
+      args: [--out, "{out}", --minutes, "15"]
+      short: [--minutes, "0.2"]         # appended to args for the few-seed CI run
+      done: final_eval.json             # present once the training has finished (then skipped)
+      curves: {GRPO: grpo}              # label -> training run directory (its metrics.jsonl)
+    runs:
+      - {id: rl-grpo, label: GRPO, deterministic: false, from: final_eval/grpo}
+
 Row fields are those of the episode rows (``baseline`` being the run's label) plus ``level``
 (``all`` or the task's source-suite level) and ``family`` (a family or ``all``). Columns are
 declared metrics (:mod:`benchmark.metric_specs`: their own interval method and range) or
@@ -57,6 +71,19 @@ class RunSpec:
     overrides: tuple[str, ...]
     deterministic: bool
     short: tuple[str, ...] = DEFAULT_SHORT
+    source: str = ""  # ``from``: a run directory the table's training wrote (no run of its own)
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """The command that trains a table's policies (see the module docstring)."""
+
+    module: str
+    args: tuple[str, ...]
+    done: str
+    curves: tuple[tuple[str, str], ...]  # (label, training run directory), in order
+    short: tuple[str, ...] = ()
+    out: str = "training"  # its directory next to the runs'
 
 
 @dataclass(frozen=True)
@@ -85,6 +112,13 @@ class TableSpec:
     where: dict[str, Any] = field(default_factory=dict)
     figure: FigureSpec | None = None
     published: str = ""  # figures of other papers quoted beside ours, as markdown
+    training: TrainingSpec | None = None
+
+    def run_dir(self, runs_dir: Path, run: RunSpec) -> Path:
+        """Where ``run``'s directory is among a reproduction's runs."""
+        if run.source and self.training is not None:
+            return runs_dir / self.training.out / run.source
+        return runs_dir / run.id
 
     def run(self, run_id: str) -> RunSpec:
         for r in self.runs:
@@ -112,13 +146,21 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 def _run(data: Any, where: str) -> RunSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a mapping, got {data!r}")
-    unknown = set(data) - {"id", "label", "overrides", "deterministic", "short"}
+    unknown = set(data) - {"id", "label", "overrides", "deterministic", "short", "from"}
     if unknown:
         raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
     run_id = _need(data, "id", str, where)
     if not run_id.replace("-", "").replace("_", "").isalnum():
         raise SpecError(f"{where}.id: {run_id!r} must be letters, digits, '-' or '_'")
-    overrides = _strings(_need(data, "overrides", list, where), f"{where}.overrides")
+    source = data.get("from", "")
+    if source:
+        if not isinstance(source, str) or source.startswith("/") or ".." in Path(source).parts:
+            raise SpecError(f"{where}.from: {source!r} must be a relative path inside the training")
+        if data.get("overrides") or "short" in data:
+            raise SpecError(f"{where}: a run read 'from' the training has no overrides or short")
+        overrides: tuple[str, ...] = ()
+    else:
+        overrides = _strings(_need(data, "overrides", list, where), f"{where}.overrides")
     for o in overrides:
         if o.split("=", 1)[0] in ("output_dir", "workers"):
             raise SpecError(f"{where}.overrides: {o!r} is set by the reproduce command")
@@ -128,6 +170,29 @@ def _run(data: Any, where: str) -> RunSpec:
         overrides=overrides,
         deterministic=_need(data, "deterministic", bool, where),
         short=_strings(data.get("short", list(DEFAULT_SHORT)), f"{where}.short"),
+        source=source,
+    )
+
+
+def _training(data: Any, where: str) -> TrainingSpec:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a mapping, got {data!r}")
+    unknown = set(data) - {"module", "args", "short", "done", "curves", "out"}
+    if unknown:
+        raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
+    args = _strings(_need(data, "args", list, where), f"{where}.args")
+    if "{out}" not in args:
+        raise SpecError(f"{where}.args: must pass the output directory as '{{out}}'")
+    curves = _need(data, "curves", dict, where)
+    if not curves or not all(isinstance(v, str) for v in curves.values()):
+        raise SpecError(f"{where}.curves: expected label: run directory pairs, got {curves!r}")
+    return TrainingSpec(
+        module=_need(data, "module", str, where),
+        args=args,
+        done=_need(data, "done", str, where),
+        curves=tuple((str(k), v) for k, v in curves.items()),
+        short=_strings(data.get("short", []), f"{where}.short"),
+        out=str(data.get("out", "training")),
     )
 
 
@@ -146,6 +211,7 @@ def parse_table(data: Any, path: Path) -> TableSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a mapping at the top level")
     known = {"name", "title", "caption", "kind", "runs", "rows", "columns", "where", "figure"}
+    known |= {"training"}
     unknown = set(data) - known - {"published"}
     if unknown:
         raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -160,6 +226,11 @@ def parse_table(data: Any, path: Path) -> TableSpec:
     ids = [r.id for r in runs]
     if len(set(ids)) != len(ids):
         raise SpecError(f"{where}.runs: run ids must be unique, got {ids}")
+    training = None
+    if data.get("training") is not None:
+        training = _training(data["training"], f"{where}.training")
+    elif any(r.source for r in runs):
+        raise SpecError(f"{where}.runs: a run reads 'from' a training, but the table has none")
     rows = _strings(_need(data, "rows", list, where), f"{where}.rows")
     bad = [r for r in rows if r not in ROW_FIELDS]
     if bad:
@@ -200,6 +271,7 @@ def parse_table(data: Any, path: Path) -> TableSpec:
         where=dict(filt),
         figure=figure,
         published=str(data.get("published", "")).strip(),
+        training=training,
     )
 
 
