@@ -57,8 +57,17 @@ def test_command_line_overrides_reach_the_validated_settings() -> None:
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "trainer").glob("*.yaml")))
 def test_every_trainer_config_composes_to_its_algorithm(name: str) -> None:
+    """Each config is an algorithm of its own name, or a variant named ``<algorithm>_<what>``
+    (``sppo_per_decision``)."""
     settings = train_settings(_compose(f"trainer={name}"))
-    assert settings.trainer.name == name and name in ALGORITHMS
+    assert settings.trainer.name in ALGORITHMS
+    assert name == settings.trainer.name or name.startswith(f"{settings.trainer.name}_")
+
+
+def test_the_sppo_variant_keeps_the_earlier_per_decision_target() -> None:
+    assert train_settings(_compose("trainer=sppo")).trainer.sppo_target == "per_trajectory"
+    variant = train_settings(_compose("trainer=sppo_per_decision")).trainer
+    assert (variant.name, variant.sppo_target) == ("sppo", "per_decision")
 
 
 def test_the_schema_has_the_settings_fields_and_defaults() -> None:
