@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test lint imports browser leaderboard bench rl train-llm mutation clean
+.PHONY: setup assets run test lint imports browser monitoring leaderboard bench rl train-llm mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,12 @@ imports: $(INSTALLED)
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
-test: setup browser lint imports
+# Debian's Prometheus for the monitoring test (it scrapes a run's /metrics); the test starts
+# the binary itself, never the system service.
+monitoring:
+	@command -v prometheus >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q --no-install-recommends prometheus)
+
+test: setup browser monitoring lint imports
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 bench: setup $(BENCH_INSTALLED)

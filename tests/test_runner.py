@@ -45,14 +45,14 @@ def test_every_config_group_composes_and_the_default_is_small(tmp_path: Path) ->
     for group, options in {
         "suite": ["default", "smoke", "full", "search"],
         "baseline": ["oracle", "random", "heuristic"],
-        "logger": ["console", "wandb", "tensorboard"],
+        "logger": ["console", "wandb", "tensorboard", "prometheus"],
         "llm": ["none"],
     }.items():
         for option in options:
             cfg = _cfg(tmp_path, f"{group}={option}")
             chosen = cfg[group].get("name", cfg[group].get("backend"))
             if group == "logger":  # the console logger alone sends nothing elsewhere
-                others = {"wandb", "tensorboard"} - {option}
+                others = {"wandb", "tensorboard", "prometheus"} - {option}
                 assert option == "console" or cfg.logger[option] is True, option
                 assert not any(cfg.logger[o] for o in others), option
             else:

@@ -43,6 +43,8 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     trainer = Trainer(settings, root, log=say)
     loggers = MetricLoggers(cfg.logger, root, root.name, container)
+    if loggers.prometheus is not None:
+        console.print(f"Prometheus metrics at {loggers.prometheus.url}")
     metrics_file = root / "metrics.jsonl"
     start = time.perf_counter()
     first: dict[str, float] = {}

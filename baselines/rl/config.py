@@ -144,7 +144,7 @@ class TrainSettings:
     rollout: RolloutSettings = field(default_factory=RolloutSettings)  # how episodes are played
     data: DataSettings = field(default_factory=DataSettings)  # which episodes
     eval: EvalSettings = field(default_factory=EvalSettings)  # held-out evaluation
-    logger: LoggerConfig = field(default_factory=LoggerConfig)  # console / wandb / tensorboard
+    logger: LoggerConfig = field(default_factory=LoggerConfig)  # console / wandb / tb / prometheus
     ray: RayConfig = field(default_factory=RayConfig)  # how Ray is reached
     steps: int = 100  # updates
     max_minutes: float = 0.0  # stop after this wall time (0: no limit)

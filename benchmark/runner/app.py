@@ -221,6 +221,8 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         rundir.rows(), references, one_agent_jobs=sum(j.n_agents == 1 for j in todo)
     )
     loggers = MetricLoggers(cfg.logger, root, root.name, container)
+    if loggers.prometheus is not None:
+        console.print(f"Prometheus metrics at {loggers.prometheus.url}")
     tmp, inside = ray_tmpdir(Path(cfg.ray.tmpdir) if cfg.ray.tmpdir else root / "ray")
     if cfg.workers > 0 and not inside:
         manifest["ray_tmpdir"] = str(tmp)

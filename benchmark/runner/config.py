@@ -50,6 +50,10 @@ class LoggerConfig:
     wandb_mode: str = "offline"  # offline | online | disabled
     wandb_project: str = "collab-bench"  # W&B project name
     tensorboard: bool = False  # write TensorBoard event files under <output_dir>/tensorboard
+    prometheus: bool = False  # serve live gauges at http://<prometheus_host>:<port>/metrics
+    prometheus_host: str = "127.0.0.1"  # address the /metrics endpoint listens on
+    prometheus_port: int = 0  # its TCP port; 0 picks a free one (the URL is printed)
+    prometheus_final_scrape_s: float = 0.0  # at the end, wait up to this long for a last scrape
 
 
 @dataclass
