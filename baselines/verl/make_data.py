@@ -60,13 +60,13 @@ def episode_rows(
 ) -> list[EpisodeRow]:
     """The rows of every (team size, seed, task) episode, agent rows together, in that order.
     Raises ValueError naming the task when an episode cannot be built."""
+    specs = {task: resolve_task(task) for task in tasks}
     rows = []
     for n in n_agents:
         for seed in seeds:
             for task in tasks:
-                spec = resolve_task(task)
                 try:
-                    scene = make_episode(spec, None, n, seed, split=split).scene
+                    scene = make_episode(specs[task], None, n, seed, split=split).scene
                 except ValueError as err:
                     raise ValueError(
                         f"--tasks {task} with n_agents={n}, seed={seed}: {err}"
