@@ -51,7 +51,7 @@ from verl.experimental.agent_loop.agent_loop import (
 
 from baselines.rl.agent_view import AgentView
 from baselines.rl.policy import encode_prompt
-from baselines.verl.hub import ray_hub
+from baselines.verl.hub import HubError, ray_hub
 from baselines.verl.rows import AGENT_NAME, EpisodeRow
 from benchmark.tasks import AMBIGUITY_LEVELS
 
@@ -179,6 +179,18 @@ class CollabBenchAgentLoop(AgentLoopBase):
         session = kwargs.get("session_id")
         session = None if session is None else int(session)
         copy_id = await call_hub(hub, "join", asdict(row), s.env_options(), session)
+        try:
+            return await self._play(hub, copy_id, row, sampling_params)
+        except HubError:
+            raise
+        except Exception as err:
+            await call_hub(hub, "abandon", copy_id, row.agent, f"{type(err).__name__}: {err}")
+            raise
+
+    async def _play(
+        self, hub: Any, copy_id: str, row: EpisodeRow, sampling_params: dict[str, Any]
+    ) -> AgentLoopOutput:
+        s = self.settings
         request_id = uuid.uuid4().hex
         params = {**sampling_params, "max_tokens": s.max_tokens}
         want_logprobs = bool(sampling_params.get("logprobs"))

@@ -16,7 +16,9 @@ with each other, so either pairing is valid.
 Failure. A loop that waits longer than ``timeout_s`` for the others raises :class:`HubError`.
 The error names the episode, the copy, the tick and the missing agents: an agent that never
 joined (its row was not in the batch) or one that did not answer (its loop failed). The copy is
-then marked failed, so every other loop of it fails too instead of waiting.
+then marked failed, so every other loop of it fails too instead of waiting. A loop that fails
+on its own (a server error, say) abandons its copy (:meth:`EpisodeHub.abandon`) with the same
+effect.
 """
 
 from __future__ import annotations
@@ -217,6 +219,16 @@ class EpisodeHub:
             if c.result is not None:
                 self._tell(cid, c, agent)
             return turn
+
+    async def abandon(self, cid: str, agent: str, why: str) -> None:
+        """``agent``'s loop failed (``why``): fail the copy now, so that the other agents'
+        loops raise at once instead of waiting out the timeout."""
+        c = self.copies.get(cid)
+        if c is None:
+            return
+        async with c.cond:
+            self._fail(c, f"{agent}'s agent loop failed: {why}")
+            self._tell(cid, c, agent)
 
     @staticmethod
     def _ready(c: _Copy, agent: str) -> bool:

@@ -15,13 +15,17 @@ import numpy as np
 import pytest
 import ray
 import torch
+from omegaconf import OmegaConf
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.trainer.ppo.core_algos import AdvantageEstimator
 from verl.trainer.ppo.ray_trainer import compute_advantage
+from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl_harness import CPUServerManager, make_loop, postprocess, trainer_config
 
 from baselines.rl.algos import grpo_advantages
 from baselines.rl.policy import encode_prompt
-from baselines.verl.hub import METRIC_KEYS, ray_hub
+from baselines.verl.agent_loop import CollabBenchAgentLoop
+from baselines.verl.hub import METRIC_KEYS, EpisodeHub, ray_hub
 from baselines.verl.metrics import batch_metrics
 from baselines.verl.rows import EpisodeRow
 from benchmark.env.replay import env_from_trace
@@ -209,3 +213,68 @@ def _at_reward_token(data: Any, gen: torch.Generator) -> torch.Tensor:
     out = torch.zeros(mask.shape)
     out[torch.arange(len(last)), last] = torch.rand(len(last), generator=gen)
     return out
+
+
+def _direct_loop(config: Any, server: Any, tok: Any, hub: Any, **settings: Any) -> Any:
+    return CollabBenchAgentLoop(
+        trainer_config=DictConfigWrap(config),
+        server_manager=server,
+        tokenizer=tok,
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data),
+        hub=hub,
+        **settings,
+    )
+
+
+def test_a_full_sequence_starts_an_untrained_segment(short_task: str, tiny_policy: Any) -> None:
+    """With a response budget too small for a second view, each agent's output is its first
+    decision only (and fits verl's padding); the agent still plays all its decisions, in fresh
+    segments, against the in-process hub."""
+    scene = make_episode(resolve_task(short_task), None, 2, 3, split="train").scene
+    rows = [EpisodeRow(short_task, scene, 3, 2, f"agent_{k}", "train") for k in range(2)]
+    config = trainer_config(response_length=2 * MAX_TOKENS, batch=2)
+    server, tok, hub = CPUServerManager(tiny_policy), tiny_policy.tokenizer, EpisodeHub(60.0)
+    loops = [_direct_loop(config, server, tok, hub, max_tokens=MAX_TOKENS) for _ in rows]
+    sampling = {"temperature": 1.0, "top_p": 1.0, "logprobs": False}
+
+    async def play() -> list[Any]:
+        return await asyncio.gather(
+            *(
+                lp.run(sampling, extra_info=r.as_extra_info(i))
+                for i, (lp, r) in enumerate(zip(loops, rows, strict=True))
+            )
+        )
+
+    outs = asyncio.run(play())
+    for o in outs:
+        calls = server.by_request(o.extra_fields["request_id"])
+        assert o.extra_fields["turn"] == 1 and o.response_mask == [1] * len(o.response_ids)
+        assert o.extra_fields["decisions"] == len(calls) == o.extra_fields["segments"] > 1
+        assert o.prompt_ids + o.response_ids == calls[0].prompt_ids + calls[0].token_ids
+        assert all(c.prompt_ids == encode_prompt(tok, tok.decode(c.prompt_ids)) for c in calls)
+        assert o.response_logprobs is None
+        assert len(o.response_ids) <= config.actor_rollout_ref.rollout.response_length
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"data": {"shuffle": True}}, "needs data.shuffle=false"),
+        ({"actor_rollout_ref": {"rollout": {"response_length": 4}}}, "exceeds"),
+    ],
+)
+def test_configs_that_would_break_episodes_are_refused(
+    tiny_policy: Any, change: dict[str, Any], message: str
+) -> None:
+    config = OmegaConf.merge(trainer_config(), change)
+    with pytest.raises(ValueError, match=message):
+        _direct_loop(config, None, tiny_policy.tokenizer, EpisodeHub(), max_tokens=MAX_TOKENS)
+
+
+def test_a_batch_size_that_splits_episodes_is_refused(short_task: str, tiny_policy: Any) -> None:
+    row = EpisodeRow(short_task, "FloorPlan1", 0, 2, "agent_0", "train")
+    loop = _direct_loop(trainer_config(batch=3), None, tiny_policy.tokenizer, EpisodeHub())
+    with pytest.raises(ValueError, match="train_batch_size=3 is not a multiple of n_agents=2"):
+        asyncio.run(loop.run({}, extra_info=row.as_extra_info(0)))

@@ -134,3 +134,25 @@ def test_agents_of_a_copy_must_play_the_same_options(row: EpisodeRow) -> None:
 
     with pytest.raises(HubError, match="agent_1 plays with"):
         asyncio.run(scenario())
+
+
+def test_a_failed_loop_fails_its_copy_at_once(row: EpisodeRow) -> None:
+    """agent_1's loop fails while agent_0 waits for it: agent_0 gets the reason, without
+    waiting out the (long) timeout."""
+
+    async def scenario() -> str:
+        hub = EpisodeHub(timeout_s=600.0)
+        cid = await hub.join(_agent(row, 0), {}, None)
+        await hub.join(_agent(row, 1), {}, None)
+        await hub.exchange(cid, "agent_0", None)
+        waiting = asyncio.create_task(hub.exchange(cid, "agent_0", "explore"))
+        await asyncio.sleep(0)
+        await hub.abandon(cid, "agent_1", "RuntimeError: server gone")
+        with pytest.raises(HubError) as err:
+            await waiting
+        assert await hub.pending() == []
+        return str(err.value)
+
+    text = asyncio.run(scenario())
+    assert "agent_1's agent loop failed: RuntimeError: server gone" in text
+    assert row.episode_key in text
