@@ -10,7 +10,8 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test lint imports browser monitoring leaderboard bench rl train-llm mutation clean
+.PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,13 @@ monitoring:
 test: setup browser monitoring lint imports
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
+# The verl adapter (baselines/verl) in its own environment, .venv-verl: verl pins an older
+# transformers than the benchmark. scripts/verl_env.sh builds it once (a stamp file skips it
+# after); VERL_EXTRA=vllm builds the GPU variant instead.
+test-verl: assets
+	bash scripts/verl_env.sh
+	.venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/verl
+
 bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
@@ -83,4 +91,4 @@ train-llm: setup
 	$(BIN)/python -m baselines.rl.llm_recipe --out outputs/llm_recipe
 
 clean:
-	rm -rf $(VENV) outputs leaderboard_data .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache
