@@ -105,6 +105,18 @@ def write_parquet(rows: Sequence[EpisodeRow], path: Path) -> Path:
     return path
 
 
+def read_rows(path: str | Path) -> list[EpisodeRow]:
+    """The rows of a parquet file written by :func:`write_parquet`, in file order; ValueError
+    naming the file when a row is not a ``collab_bench`` row."""
+    import pyarrow.parquet as pq
+
+    infos = pq.read_table(path, columns=["extra_info"]).column("extra_info").to_pylist()
+    try:
+        return [EpisodeRow.from_extra_info(info) for info in infos]
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m baselines.verl.make_data", description=__doc__.split("\n\n")[0]

@@ -5,9 +5,10 @@ Every sample of the ``collab_bench`` agent loop carries its episode's metrics in
 of :mod:`benchmark.metric_specs` under their ``<namespace>/<name>`` keys (``task/SR``,
 ``task/TR``, ``collab/B``, ``collab/redundancy``, ``comm/messages``, ``comm/influence_rate``, ...;
 NaN where a metric is undefined for the episode), plus ``comm/messages_per_decision``.
-verl's validation turns them into ``val-core/collab_bench/<key>/...``. For training steps,
-:func:`batch_metrics` reduces a batch to one value per key, which a trainer adds to its step
-metrics.
+verl's validation turns them into ``val-core/collab_bench/<key>/...`` (per agent row). For
+training steps and validations, :func:`batch_metrics` reduces a batch to one value per key, which
+the trainer (:mod:`.trainer`) adds to verl's step metrics; :func:`guard_readings` picks out what
+the KL guard judges.
 
 A batch holds one sample per agent of each episode copy, so each copy is counted once (by
 ``episode_id``). ``comm/messages_per_decision`` is the ratio of the summed messages to the
@@ -28,6 +29,12 @@ def _rows(non_tensor_batch: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[st
     dicts (verl V1, read back from TransferQueue) or from the columns verl V0 makes of them."""
     if "extra_fields" in non_tensor_batch:
         for fields in non_tensor_batch["extra_fields"]:
+            missing = [k for k in ("episode_id", "reward_extra_info") if k not in fields]
+            if missing:
+                raise ValueError(
+                    f"a sample's extra_fields lack {missing}: not a sample of the collab_bench "
+                    f"agent loop (keys: {sorted(fields)[:12]})"
+                )
             yield str(fields["episode_id"]), fields["reward_extra_info"]
         return
     missing = [k for k in ("episode_id", "reward_extra_info") if k not in non_tensor_batch]
@@ -63,4 +70,28 @@ def batch_metrics(non_tensor_batch: Mapping[str, Any], prefix: str = "") -> dict
     if messages and decisions and sum(decisions) > 0:
         out[prefix + MESSAGES_PER_DECISION] = sum(messages) / sum(decisions)
     out[prefix + "episodes"] = float(len(episodes))
+    return out
+
+
+# The KL the guard judges: KL(policy || reference) as the actor's loss term computes it (with
+# actor.use_kl_loss), else the PPO update's approximate KL between the old and the new policy.
+KL_LOSS_KEY = "actor/kl_loss"
+PPO_KL_KEY = "actor/ppo_kl"
+EVAL_PREFIX = "eval/"  # held-out (validation) metrics, as the CPU trainer names its evaluations
+INDEX_KEY = EVAL_PREFIX + "task/TR"  # the collaboration index: checklist atoms done, held out
+
+
+def guard_readings(
+    step_metrics: Mapping[str, Any], eval_metrics: Mapping[str, Any], use_kl_loss: bool
+) -> dict[str, float]:
+    """What the KL guard judges after an update: ``guard/kl``, the step's ``actor/kl_loss``
+    when ``use_kl_loss`` else its ``actor/ppo_kl`` (nats per token), and ``guard/index``, the
+    latest validation's ``eval/task/TR`` (a fraction). A reading that is absent (no validation
+    yet, say) is left out."""
+    out = {}
+    kl_key = KL_LOSS_KEY if use_kl_loss else PPO_KL_KEY
+    if kl_key in step_metrics:
+        out["guard/kl"] = float(step_metrics[kl_key])
+    if INDEX_KEY in eval_metrics:
+        out["guard/index"] = float(eval_metrics[INDEX_KEY])
     return out

@@ -149,3 +149,68 @@ async def postprocess(
         for i, o in enumerate(outputs)
     ]
     return AgentLoopWorker._postprocess(w, padded, input_non_tensor_batch=non_tensor)
+
+
+class CPUAgentLoopManagerTQ:
+    """A stand-in for verl V1's ``AgentLoopManagerTQ``, whose workers are Ray actors on GPU
+    machines: one worker in this process, an instance of verl's own ``AgentLoopWorkerTQ`` class
+    (its ``__init__``, which starts servers, skipped) with the attributes it reads, served by
+    ``server``. ``generate_sequences`` runs verl's own ``generate_sequences`` (one task per row
+    and session, each agent loop's outputs written to TransferQueue) and, unlike verl's
+    fire-and-forget call, waits for every loop, on one event loop kept across calls."""
+
+    def __init__(self, config: Any, server: Any, tokenizer: Any) -> None:
+        from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+
+        worker = object.__new__(AgentLoopWorkerTQ.__ray_actor_class__)
+        worker.config = config
+        worker.llm_client = server
+        worker.tokenizer = tokenizer
+        worker.processor = None
+        worker.hf_model_type = None
+        worker.dataset_cls = RLHFDataset
+        worker.tools = []
+        worker.reward_loop_worker_handles = None
+        worker.distillation_enabled = False
+        worker.background_tasks = set()
+        self.worker = worker
+        self.loop = asyncio.new_event_loop()
+
+    def generate_sequences(self, prompts: Any) -> None:
+        async def run() -> None:
+            await self.worker.generate_sequences(prompts)
+            await asyncio.gather(*list(self.worker.background_tasks))
+
+        self.loop.run_until_complete(run())
+        # verl logs a failed loop and tags its prompt "failure"; a test must see it at once.
+        import transfer_queue as tq
+
+        uids = set(prompts["uid"])
+        for partition in ("train", "val"):
+            tags = tq.kv_list(partition).get(partition, {})
+            failed = [k for k in uids if tags.get(k, {}).get("status") == "failure"]
+            assert not failed, f"agent loops failed for prompts {failed} ({partition})"
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+def compose_recipe(
+    name: str, model: Any, data_dir: Any, overrides: list[str] | tuple[str, ...] = ()
+) -> Any:
+    """The recipe ``name`` (``baselines/verl/config``) composed by Hydra on verl's own
+    ``ppo_trainer`` config, for ``model`` and make_data's files in ``data_dir``."""
+    from hydra import compose, initialize_config_dir
+
+    from baselines.verl.train import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return compose(
+            name,
+            overrides=[
+                f"actor_rollout_ref.model.path={model}",
+                f"data.train_files={data_dir}/train.parquet",
+                f"data.val_files={data_dir}/val.parquet",
+                *overrides,
+            ],
+        )

@@ -1,0 +1,215 @@
+"""CollabBenchTrainer on verl's V1 data path: TransferQueue, the replay buffer, verl's own
+agent-loop worker, validation, advantages and step metrics, all on CPU.
+
+The trainer is built from the recipe's composed config (its real ``__init__``, its real
+dataloaders on make_data's files); only the GPU parts are absent: the rollout server is the
+torch policy of the tiny model (verl_harness.CPUServerManager), old logprobs are the rollout's
+(verl's ``rollout_correction.bypass_mode``), and nothing is updated.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import ray
+import transfer_queue as tq
+from omegaconf import OmegaConf
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+from verl_harness import CPUAgentLoopManagerTQ, CPUServerManager, compose_recipe
+
+from baselines.verl.hub import ray_hub
+from baselines.verl.make_data import main as make_data
+from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY, PPO_KL_KEY
+from baselines.verl.train import prepare_config
+from baselines.verl.trainer import CollabBenchTrainer
+from benchmark.metrics import episode_metrics
+
+N = 2  # rollout.n
+HUB = "test_trainer_hub"
+TRAIN_SEEDS, VAL_SEEDS = (0, 1), (5, 6)
+
+
+@pytest.fixture(scope="module")
+def transfer_queue(ray_local: Any) -> Iterator[None]:
+    """verl's TransferQueue on the test's Ray instance (one storage unit), closed at the end."""
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    yield
+    tq.close()
+
+
+@pytest.fixture(scope="module")
+def hub(ray_local: Any) -> Any:
+    """The agent loops' hub, made first so that it keeps the traces."""
+    return ray_hub(f"{HUB}_0", 120.0, keep_traces=True)
+
+
+@pytest.fixture(scope="module")
+def trainer(
+    short_task: str,
+    tiny_model: Path,
+    tiny_policy: Any,
+    transfer_queue: None,
+    hub: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
+    """The trainer on teams of 1 and 2 agents of the short task (a training batch of 4 rows:
+    two 1-agent episodes and one 2-agent episode), its agent loops registered from the recipe's
+    agent-loop file as verl's worker does, with a 6-token reply cap."""
+    data = tmp_path_factory.mktemp("data")
+    train, val = (",".join(map(str, seeds)) for seeds in (TRAIN_SEEDS, VAL_SEEDS))
+    argv = ["--out", str(data), "--tasks", short_task, "--n-agents", "1,2", "--batch-size", "4"]
+    assert make_data([*argv, "--train-seeds", train, "--val-seeds", val]) == 0
+    config = compose_recipe(
+        "collab_bench_grpo",
+        tiny_model,
+        data,
+        [
+            "data.train_batch_size=4",
+            f"actor_rollout_ref.rollout.n={N}",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+            "data.dataloader_num_workers=0",
+            "algorithm.rollout_correction.bypass_mode=true",
+            f"trainer.default_local_dir={tmp_path_factory.mktemp('ckpt')}",
+        ],
+    )
+    prepare_config(config)
+    OmegaConf.resolve(config)
+    entry = OmegaConf.load(config.actor_rollout_ref.rollout.agent.agent_loop_config_path)[0]
+    entry.update(max_tokens=6, hub_name=HUB, hub_timeout_s=120)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(_agent_loop_registry, entry.name, entry)
+        t = CollabBenchTrainer(config)
+        t.tokenizer, t.processor = tiny_policy.tokenizer, None
+        t._init_dataloader()
+        t.agent_loop_manager = CPUAgentLoopManagerTQ(
+            config, CPUServerManager(tiny_policy), tiny_policy.tokenizer
+        )
+        t.reward_loop_manager = types.SimpleNamespace(reward_loop_worker_handles=[])
+        t.resource_pool_manager = types.SimpleNamespace(get_n_gpus=lambda: 1)
+        t.global_steps = 0
+        yield t
+        t.agent_loop_manager.close()
+
+
+def _traces(hub: Any, seeds: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The kept traces of the hub's finished copies of ``seeds``."""
+    traces = ray.get(hub.__ray_call__.remote(lambda h: list(h.traces.values())))
+    return [tr for tr in traces if tr["config"]["seed"] in seeds]
+
+
+def test_it_runs_as_verls_sync_trainer(trainer: Any) -> None:
+    assert trainer.trainer_mode == "sync" and trainer.config.trainer.v1.trainer_mode == "sync"
+    assert type(trainer.replay_buffer) is ReplayBuffer  # the async modes get another buffer
+    assert trainer.config.data.gen_batch_size is None  # async modes fetch one prompt at a time
+
+
+def test_validation_adds_the_collaboration_metrics(trainer: Any, hub: Any) -> None:
+    """Each episode copy counts once: with teams of 1 and 2 agents, the means over copies
+    differ from verl's own means over rows (a 2-agent episode has two rows)."""
+    metrics = trainer._validate()
+    traces = _traces(hub, VAL_SEEDS)
+    assert len(traces) == 2 * len(VAL_SEEDS) == metrics["eval/episodes"]
+    rows = [tr["config"]["n_agents"] for tr in traces]
+    for key in ("task/SR", "task/TR", "task/L", "task/L_decisions", "comm/messages"):
+        ours = [episode_metrics(tr)[key.split("/", 1)[1]] for tr in traces]
+        assert metrics[f"eval/{key}"] == pytest.approx(np.mean(ours)), key
+        per_row = np.average(ours, weights=rows)
+        assert metrics[f"val-aux/collab_bench/{key}/mean@1"] == pytest.approx(per_row), key
+    decisions = [episode_metrics(tr)["L_decisions"] for tr in traces]
+    assert np.mean(decisions) != pytest.approx(np.average(decisions, weights=rows))
+    assert trainer.last_eval[INDEX_KEY] == metrics[INDEX_KEY]
+    assert "sample" not in vars(trainer.replay_buffer)  # the buffer's own method again
+
+
+def test_a_training_step_logs_the_collaboration_metrics(trainer: Any, hub: Any) -> None:
+    """One step's batch through verl's V1 functions: rollout into TransferQueue, the replay
+    buffer, padding rows, old logprobs, GRPO advantages, then the step metrics."""
+    t = trainer
+    t.global_steps = 1
+    t._add_batch_to_generate()
+    batch, _ = t.replay_buffer.sample(global_steps=1, partition_id="train", batch_size=4)
+    assert len(batch) == 4 * N  # rows x rollout.n
+    batch = upsample_batch_to_divisible_size(batch, 3 * N, t.tokenizer.eos_token_id)
+    assert sum(bool(tag.get("is_padding")) for tag in batch.tags) == 3 * N - (4 * N) % (3 * N)
+    metrics: dict[str, Any] = {}
+    batch = t._compute_old_log_prob(batch, metrics)
+    batch = t._compute_advantage(batch, metrics)
+    t._compute_metrics(batch, metrics, {"step": 1.0, "gen": 0.5}, global_steps=1, epoch=0)
+    traces = _traces(hub, TRAIN_SEEDS)  # the batch: 1-agent seeds 0 and 1, 2-agent seed 0
+    assert sorted(tr["config"]["n_agents"] for tr in traces) == [1] * 2 * N + [2] * N
+    assert len(traces) == metrics["charts/episodes"]
+    for key in ("task/SR", "task/TR", "task/L_decisions", "collab/B", "comm/messages"):
+        values = [episode_metrics(tr)[key.split("/", 1)[1]] for tr in traces]
+        finite = [v for v in values if v is not None and not np.isnan(v)]
+        assert metrics[key] == pytest.approx(np.mean(finite)), key
+    decisions = sum(episode_metrics(tr)["L_decisions"] for tr in traces)
+    messages = sum(episode_metrics(tr)["messages"] for tr in traces)
+    assert metrics["comm/messages_per_decision"] == pytest.approx(messages / decisions)
+    # verl's own metrics of the same batch are there too, the padding rows left out.
+    for key in ("critic/score/mean", "critic/advantages/mean", "response_length/mean"):
+        assert key in metrics, key
+    assert metrics["training/num_turns/min"] >= 2  # every real row played a decision
+    tq.kv_clear(keys=batch.keys, partition_id=batch.partition_id)
+
+
+class _Guarded(CollabBenchTrainer):
+    """A guard that rolls back whenever the KL it reads is above 0.02."""
+
+    seen: list[dict[str, float]]
+
+    def should_roll_back(self, metrics: Any) -> bool:
+        self.seen.append(dict(metrics))
+        return metrics["guard/kl"] > 0.02
+
+
+def _guarded(tmp_path: Path, use_kl_loss: bool, calls: list[Any]) -> Any:
+    t = object.__new__(_Guarded)
+    t.config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"actor": {"use_kl_loss": use_kl_loss}},
+            "trainer": {"default_local_dir": str(tmp_path), "save_freq": 5},
+        }
+    )
+    t.seen, t.saved_steps, t.use_critic, t.global_steps = [], [], False, 7
+    t.last_eval = {INDEX_KEY: 0.5}
+    t.actor_rollout_wg = types.SimpleNamespace(load_checkpoint=lambda **kw: calls.append(kw))
+    return t
+
+
+@pytest.mark.parametrize(("use_kl_loss", "key"), [(True, KL_LOSS_KEY), (False, PPO_KL_KEY)])
+def test_the_guard_hook_reads_the_kl_and_restores_the_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_kl_loss: bool, key: str
+) -> None:
+    step_metrics = {KL_LOSS_KEY: 0.01, PPO_KL_KEY: 0.01}
+    monkeypatch.setattr(PPOTrainer, "step", lambda self, m, t: m.update(step_metrics) or "batch")
+    calls: list[Any] = []
+    t = _guarded(tmp_path, use_kl_loss, calls)
+    assert t.step({}, {}) == "batch" and calls == []
+    assert t.seen[-1]["guard/kl"] == 0.01 and t.seen[-1]["guard/index"] == 0.5
+
+    step_metrics[key] = 0.05  # above the limit: restore the last checkpoint saved
+    with pytest.raises(RuntimeError, match="none was saved yet"):
+        t.step({}, {})
+    (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
+    t.saved_steps = [5]
+    t.step({}, {})
+    assert calls == [
+        {"local_path": str(tmp_path / "global_step_5" / "actor"), "del_local_after_load": False}
+    ]
+    assert t.seen[-1]["guard/kl"] == 0.05
+
+
+def test_the_default_trainer_never_rolls_back(tmp_path: Path) -> None:
+    t = object.__new__(CollabBenchTrainer)
+    assert t.should_roll_back({"guard/kl": 100.0, "guard/index": 0.0}) is False
+    t.config = OmegaConf.create({"trainer": {"default_local_dir": str(tmp_path)}})
+    with pytest.raises(FileNotFoundError, match="no actor checkpoint of step 3"):
+        t.restore_checkpoint(3)
