@@ -13,7 +13,7 @@ import hydra
 import pytest
 from omegaconf import OmegaConf
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
-from verl.utils.config import validate_config
+from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl_harness import compose_recipe
 
 from baselines.verl.make_data import main as make_data
@@ -54,6 +54,9 @@ def test_grpo_recipe_composes_on_verls_config(data: Path, tiny_model: Path) -> N
     # verl's defaults underneath: keys the recipe does not set are verl's own.
     assert a.actor.strategy == "fsdp" and a.actor.clip_ratio == 0.2
     assert need_reference_policy(config) and not need_critic(config)
+    # The policy's attention is SDPA (flash-attn is not in verl[vllm]), as verl builds it.
+    model = omega_conf_to_dataclass(a.model)
+    assert model.hf_config._attn_implementation == "sdpa" and model.use_remove_padding
     # The agent-loop file the launcher fills in: ours, and it names the collab_bench loop.
     path = Path(a.rollout.agent.agent_loop_config_path)
     assert path == AGENT_LOOPS and path.is_file()

@@ -29,7 +29,7 @@ from baselines.verl.hub import ray_hub
 from baselines.verl.make_data import main as make_data
 from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY, PPO_KL_KEY
 from baselines.verl.train import prepare_config
-from baselines.verl.trainer import CollabBenchTrainer
+from baselines.verl.trainer import CollabBenchTrainer, collab_metrics
 from benchmark.metrics import episode_metrics
 
 N = 2  # rollout.n
@@ -213,3 +213,9 @@ def test_the_default_trainer_never_rolls_back(tmp_path: Path) -> None:
     t.config = OmegaConf.create({"trainer": {"default_local_dir": str(tmp_path)}})
     with pytest.raises(FileNotFoundError, match="no actor checkpoint of step 3"):
         t.restore_checkpoint(3)
+
+
+def test_samples_of_another_agent_loop_are_refused_by_name() -> None:
+    fields = [{"turn_scores": [], "tool_rewards": [], "min_global_steps": 1}]
+    with pytest.raises(ValueError, match=r"lack \['episode_id', 'reward_extra_info'\]"):
+        collab_metrics(fields)
