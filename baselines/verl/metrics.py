@@ -5,7 +5,7 @@ Every sample of the ``collab_bench`` agent loop carries its episode's metrics in
 of :mod:`benchmark.metric_specs` under their ``<namespace>/<name>`` keys (``task/SR``,
 ``task/TR``, ``collab/B``, ``collab/redundancy``, ``comm/messages``, ``comm/influence_rate``, ...;
 NaN where a metric is undefined for the episode), plus ``comm/messages_per_decision``.
-verl's validation turns them into ``val-core/collab_bench/<key>/...`` (per agent row). For
+verl's validation turns them into ``val-aux/collab_bench/<key>/mean@N`` (per agent row). For
 training steps and validations, :func:`batch_metrics` reduces a batch to one value per key, which
 the trainer (:mod:`.trainer`) adds to verl's step metrics; :func:`guard_readings` picks out what
 the KL guard judges.

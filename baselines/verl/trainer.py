@@ -16,7 +16,7 @@ there. What it adds to verl's ``PPOTrainerSync``:
   keeps the samples' ``extra_fields`` as the replay buffer hands each batch out and adds
   ``eval/task/SR``, ``eval/collab/B``, ..., ``eval/episodes``: the CPU trainer's names for
   held-out evaluations. Each episode copy counts once. verl's own
-  ``val-core|val-aux/collab_bench/<key>/...`` remain, counting every agent row.
+  ``val-aux/collab_bench/<key>/...`` remain, counting every agent row.
 * **The KL guard's hook.** After each update, :meth:`CollabBenchTrainer.should_roll_back`
   receives the step's metrics with the guard's readings and decides whether to restore the last
   saved checkpoint. That happens before verl saves the step's checkpoint or sends the weights to
