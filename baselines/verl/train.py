@@ -39,7 +39,10 @@ class _TaskRunner(TaskRunnerV1.__ray_actor_class__):  # verl's own unwrap of its
     """verl's ``TaskRunnerV1``, registering CollabBench's trainer in its own process first."""
 
     def run(self, config: DictConfig) -> None:
-        import baselines.verl.trainer  # noqa: F401  (registers collab_bench_sync here)
+        # Registers collab_bench_sync in this actor's process. Run as ``python -m``, this class
+        # belongs to __main__ and reaches the actor pickled by value, without this module's
+        # imports, so the import has to happen here.
+        import baselines.verl.trainer  # noqa: F401
 
         return super().run(config)
 
