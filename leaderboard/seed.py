@@ -6,7 +6,7 @@ reference bundles (``leaderboard/seed/paper/*.tar.gz``: the runs behind the pape
 tables, see ``python -m leaderboard.paper``) through the HTTP API like any team would, waits
 for their verdicts, prints the board's URL, and keeps serving until interrupted. Bundles the
 team already submitted are not submitted again, so restarting on the same data directory is
-quiet.
+quiet. ``bundles=DIR`` seeds the bundles of another directory instead (a subset, say).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def smoke_bundles() -> list[Path]:
     return sorted(SMOKE_DIR.glob("*.tar.gz"))
 
 
-def _token_and_pending(settings: Settings) -> tuple[str, list[Path]]:
+def _token_and_pending(settings: Settings, bundles: list[Path]) -> tuple[str, list[Path]]:
     """A fresh token of the reference team (created when missing) and the bundles it has not
     submitted yet."""
     sessions = open_database(settings.database_url)
@@ -64,7 +64,7 @@ def _token_and_pending(settings: Settings) -> tuple[str, list[Path]]:
             )
     finally:
         sessions.kw["bind"].dispose()
-    pending = [p for p in reference_bundles() if sha256(p.read_bytes()).hexdigest() not in done]
+    pending = [p for p in bundles if sha256(p.read_bytes()).hexdigest() not in done]
     return token, pending
 
 
@@ -95,9 +95,24 @@ def submit_all(url: str, token: str, bundles: list[Path]) -> list[str]:
     return lines
 
 
+def _bundles_option(args: list[str]) -> tuple[list[Path], list[str]]:
+    """The bundles ``bundles=DIR`` names (default: the committed reference bundles), and the
+    other arguments (the server's options)."""
+    chosen = [a for a in args if a.startswith("bundles=")]
+    rest = [a for a in args if not a.startswith("bundles=")]
+    if not chosen:
+        return reference_bundles(), rest
+    folder = Path(chosen[-1].split("=", 1)[1])
+    bundles = sorted(folder.glob("*.tar.gz"))
+    if not bundles:
+        raise SystemExit(f"{PROG}: bundles={folder}: no *.tar.gz bundle there")
+    return bundles, rest
+
+
 def main(argv: list[str] | None = None) -> int:
-    settings = settings_from_cli(sys.argv[1:] if argv is None else argv, PROG)
-    token, pending = _token_and_pending(settings)
+    bundles, args = _bundles_option(sys.argv[1:] if argv is None else list(argv))
+    settings = settings_from_cli(args, PROG)
+    token, pending = _token_and_pending(settings, bundles)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(settings), host=settings.host, port=settings.port, log_level="warning"
@@ -112,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.05)
         for line in submit_all(url, token, pending):
             print(f"  {line}", flush=True)
-        print(f"leaderboard: {url}/ (reference baselines on the smoke suite; Ctrl-C stops)")
+        print(f"leaderboard: {url}/ (reference baselines; Ctrl-C stops)")
 
     print(f"seeding the board in {settings.data_dir} with {len(pending)} reference bundle(s) ...")
     threading.Thread(target=seed, daemon=True).start()
