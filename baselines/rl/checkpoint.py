@@ -49,6 +49,15 @@ def checkpoints(folder: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def load_checkpoint(folder: Path, step: int) -> dict[str, Any]:
+    """The state of the checkpoint of ``step``, RNG states left as they are (a rollback)."""
+    path = folder / f"step_{step}.pt"
+    if not path.is_file():
+        found = [p.name for p in checkpoints(folder)]
+        raise FileNotFoundError(f"no checkpoint of step {step} in {folder} (found: {found})")
+    return torch.load(path, weights_only=False)
+
+
 def load_latest(folder: Path) -> dict[str, Any] | None:
     """The newest checkpoint's state (RNG states restored), or None."""
     found = checkpoints(folder)

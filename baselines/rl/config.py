@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS, SPPO_TARGETS
 from baselines.rl.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.guard import GuardSettings
 from baselines.rl.rollout import RolloutSettings
 from baselines.rl.samples import GROUP_BY, RETURN_MODES
 from benchmark.runner.config import LoggerConfig, RayConfig
@@ -144,6 +145,7 @@ class TrainSettings:
     rollout: RolloutSettings = field(default_factory=RolloutSettings)  # how episodes are played
     data: DataSettings = field(default_factory=DataSettings)  # which episodes
     eval: EvalSettings = field(default_factory=EvalSettings)  # held-out evaluation
+    guard: GuardSettings = field(default_factory=GuardSettings)  # KL guard (baselines/rl/guard.py)
     logger: LoggerConfig = field(default_factory=LoggerConfig)  # console / wandb / tb / prometheus
     ray: RayConfig = field(default_factory=RayConfig)  # how Ray is reached
     steps: int = 100  # updates

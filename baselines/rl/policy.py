@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,12 @@ def _distinct_prompts(
             firsts.append(b)
         index.append(keys[key])
     return firsts, torch.tensor(index, device=ids.device)
+
+
+def _place(shape: torch.Size, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """(B, T) float zeros with ``x`` added at ``positions`` (both (B, C)) of each row."""
+    out = torch.zeros(shape, dtype=torch.float32, device=x.device)
+    return out.scatter_add(1, positions, x)
 
 
 def load_tokenizer(model_dir: str | Path) -> Any:
@@ -251,25 +257,16 @@ class Policy:
         scored (zeros)."""
         ids = input_ids.to(self.device)
         mask = attention_mask.to(self.device)
-        model = self._reference_model() if reference and self.lora is None else self.model
         need_hidden = values and self.value_head is not None and not reference
         grad = torch.is_grad_enabled() and not reference
-        adapters_off = (
-            self.model.disable_adapter() if reference and self.lora is not None else nullcontext()
-        )
-        with adapters_off, torch.set_grad_enabled(grad):
-            shared = None if prompt_lengths is None else _distinct_prompts(ids, prompt_lengths)
-            if shared is not None and len(shared[0]) < len(ids):
-                pred = self._run_shared(model, ids, mask, prompt_lengths, shared, need_hidden)
-            else:
-                pred = self._run_plain(model, ids, mask, need_hidden)
-            positions, targets, logits, hidden, valid = pred
+        with self._scoring(reference) as model, torch.set_grad_enabled(grad):
+            positions, targets, logits, hidden, valid = self._predict(
+                model, ids, mask, prompt_lengths, need_hidden
+            )
             logsm = torch.log_softmax(logits.float(), dim=-1)
-            shape = ids.shape
 
             def place(x: torch.Tensor) -> torch.Tensor:
-                out = torch.zeros(shape, dtype=torch.float32, device=self.device)
-                return out.scatter_add(1, positions, x * valid)
+                return _place(ids.shape, positions, x * valid)
 
             logp = place(logsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1))
             ent = torch.zeros_like(logp)
@@ -281,6 +278,58 @@ class Policy:
                 assert self.value_head is not None and hidden is not None
                 vals = place(self.value_head(hidden.float()).squeeze(-1))
         return Forward(logp, ent, vals)
+
+    @torch.no_grad()
+    def reference_kl(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        prompt_lengths: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """(B, T) exact KL(policy || reference) in nats between the two next-token
+        distributions over the whole vocabulary, at the positions :meth:`forward` scores
+        (zeros elsewhere). Costs one forward pass of each model; the reference must exist
+        (:meth:`freeze_reference`, or LoRA, whose reference is the base model)."""
+        if self.lora is None and self._reference is None:
+            raise RuntimeError("reference_kl needs a reference: call freeze_reference() first")
+        ids = input_ids.to(self.device)
+        mask = attention_mask.to(self.device)
+        dists = []
+        for reference in (False, True):
+            with self._scoring(reference) as model:
+                positions, _, logits, _, valid = self._predict(
+                    model, ids, mask, prompt_lengths, False
+                )
+            dists.append(torch.log_softmax(logits.float(), dim=-1))
+        logp, logq = dists
+        return _place(ids.shape, positions, (logp.exp() * (logp - logq)).sum(-1) * valid)
+
+    @contextmanager
+    def _scoring(self, reference: bool) -> Iterator[nn.Module]:
+        """The model that scores: this policy's, or the frozen reference (under LoRA the same
+        model with its adapters switched off)."""
+        if reference and self.lora is not None:
+            with self.model.disable_adapter():
+                yield self.model
+        else:
+            yield self._reference_model() if reference else self.model
+
+    def _predict(
+        self,
+        model: nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        prompt_lengths: torch.Tensor | None,
+        hidden: bool,
+    ):
+        """(positions, targets, logits, hidden, valid) of ``model`` on the rows: each distinct
+        prompt run once when ``prompt_lengths`` is given, every position after the first
+        otherwise."""
+        shared = None if prompt_lengths is None else _distinct_prompts(ids, prompt_lengths)
+        if shared is not None and len(shared[0]) < len(ids):
+            assert prompt_lengths is not None
+            return self._run_shared(model, ids, mask, prompt_lengths, shared, hidden)
+        return self._run_plain(model, ids, mask, hidden)
 
     @staticmethod
     def _run_plain(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, hidden: bool):

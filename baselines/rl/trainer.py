@@ -21,14 +21,17 @@ import torch
 from omegaconf import DictConfig
 
 from baselines.rl.algos import ALGORITHMS
-from baselines.rl.checkpoint import load_latest, save_checkpoint
+from baselines.rl.checkpoint import load_checkpoint, load_latest, save_checkpoint
 from baselines.rl.config import RolloutSettings, TrainSettings, train_settings
+from baselines.rl.guard import KLGuard
 from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
 from baselines.rl.rollout import EpisodeResult, EpisodeSpec
 from baselines.rl.samples import Batch, Sample, collate, episode_samples
-from baselines.rl.update import update_policy
+from baselines.rl.update import reference_kl, update_policy
 from baselines.rl.workers import WorkerPool
 from benchmark.runner.loggers import namespaced
+
+REF_KL = "charts/ref_kl"  # KL(policy || reference) per generated token after the update (guard)
 
 
 def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str, float]:
@@ -92,7 +95,7 @@ class Trainer:
                 from benchmark.llm.adapters import load_trainable
 
                 load_trainable(policy.model, resolve_adapter(cfg.policy.adapter), cfg.policy.init)
-            if algo.kl_coef > 0:
+            if algo.kl_coef > 0 or cfg.guard.enabled:
                 policy.freeze_reference()
             self.policies[key] = policy
             self.optimizers[key] = torch.optim.AdamW(
@@ -101,13 +104,17 @@ class Trainer:
         self.options = cfg.rollout
         self.step = 0
         self.grad_norms: list[float] = []
+        self.guard = KLGuard(cfg.guard, lr=algo.lr)
+        self.saved_step: int | None = None  # the step of the newest checkpoint on disk
         state = load_latest(self.root / "checkpoints") if cfg.resume else None
         if state is not None:
-            for key in self.keys:
-                self.policies[key].load_state(state["policies"][key])
-                self.optimizers[key].load_state_dict(state["optimizers"][key])
-            self.step = state["step"]
-            self.grad_norms = state.get("grad_norms", [])
+            self._load(state)
+            self.step = self.saved_step = state["step"]
+            if "guard" in state:
+                self.guard.load_state_dict(state["guard"])
+            else:  # saved before the guard existed: the resumed weights are the start
+                self.guard.lr = self.lr
+                self.guard.checkpoint_saved(self.step)
             log(f"resumed from step {self.step}")
         self.pool = WorkerPool(
             cfg, self.policies, self.options, self.model_dir, self.lora, self.root
@@ -187,6 +194,11 @@ class Trainer:
         )
         if norms:
             self.grad_norms = [*self.grad_norms[-99:], *norms]
+        stats["charts/lr"] = self.optimizers[key].param_groups[0]["lr"]
+        if self.cfg.guard.enabled:
+            # The guard's measurement: two no-grad forward passes (policy and reference)
+            # over the step's batch, after the update.
+            stats[REF_KL] = reference_kl(self.policies[key], batch, self.algo.minibatch_size)
         return stats
 
     def update_samples(self, samples: list[Sample]) -> dict[str, float]:
@@ -202,7 +214,8 @@ class Trainer:
                 continue
             for k, v in self.update(collate(own, pad), key).items():
                 merged.setdefault(k, []).append(v)
-        return {k: sum(v) / len(v) for k, v in merged.items()}
+        # The guard judges the policy furthest from its reference.
+        return {k: max(v) if k == REF_KL else sum(v) / len(v) for k, v in merged.items()}
 
     @property
     def policy(self) -> Policy:
@@ -250,18 +263,45 @@ class Trainer:
         self.step += 1
         return stats
 
+    @property
+    def lr(self) -> float:
+        """The optimisers' current learning rate."""
+        return self.optimizers[self.keys[0]].param_groups[0]["lr"]
+
     def state(self) -> dict[str, Any]:
         return {
             "policies": {k: p.state() for k, p in self.policies.items()},
             "optimizers": {k: o.state_dict() for k, o in self.optimizers.items()},
             "grad_norms": self.grad_norms,
             "data_position": self.step * self.cfg.data.seeds_per_step,
+            "guard": self.guard.state_dict(),
         }
 
+    def _load(self, state: dict[str, Any]) -> None:
+        for key in self.keys:
+            self.policies[key].load_state(state["policies"][key])
+            self.optimizers[key].load_state_dict(state["optimizers"][key])
+        self.grad_norms = state.get("grad_norms", [])
+
     def save(self) -> Path:
-        return save_checkpoint(
+        """Checkpoint the current step. Under the guard the training loop saves only weights
+        that passed its checks, so this checkpoint becomes the last that passed."""
+        self.guard.checkpoint_saved(self.step)
+        path = save_checkpoint(
             self.root / "checkpoints", self.step, self.state(), self.cfg.keep_checkpoints
         )
+        self.saved_step = self.step
+        return path
+
+    def restore(self, step: int, lr: float) -> None:
+        """Roll back: the weights, optimiser state and gradient-norm history of the checkpoint
+        of ``step``, then learning rate ``lr``. The step counter, and with it the data position
+        and the sampling seeds, and the RNG states go on forward, so the retry plays new
+        episodes instead of replaying those that led away."""
+        self._load(load_checkpoint(self.root / "checkpoints", step))
+        for optimizer in self.optimizers.values():
+            for group in optimizer.param_groups:
+                group["lr"] = lr
 
     def close(self) -> None:
         self.pool.close()

@@ -94,6 +94,20 @@ def score(
     return torch.cat(logps), (torch.cat(vals) if vals else None)
 
 
+@torch.no_grad()
+def reference_kl(policy: Policy, batch: Batch, minibatch_size: int) -> float:
+    """Mean over the batch's generated tokens of the exact KL(policy || reference) in nats
+    between the next-token distributions over the vocabulary (:meth:`Policy.reference_kl`),
+    in minibatches: one forward pass of each model over the batch."""
+    total, tokens = 0.0, 0.0
+    for k in range(0, len(batch), minibatch_size):
+        part = batch.select(torch.arange(k, min(k + minibatch_size, len(batch))))
+        kl = policy.reference_kl(part.input_ids, part.attention_mask, part.prompt_lengths())
+        total += float((kl.cpu() * part.mask).sum())
+        tokens += float(part.mask.sum())
+    return total / max(tokens, 1.0)
+
+
 def minibatch_loss(
     policy: Policy, part: Batch, targets: Targets, algo: AlgoSettings
 ) -> tuple[torch.Tensor, dict[str, float]]:
