@@ -26,6 +26,7 @@ from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 from verl.utils.device import auto_set_device
 
+from baselines.verl.guard import guard_settings
 from baselines.verl.make_data import read_rows
 from baselines.verl.rows import check_batches
 from baselines.verl.trainer import TRAINER_NAME
@@ -60,8 +61,10 @@ def prepare_config(config: DictConfig) -> DictConfig:
     Fills ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` with ``agent_loops.yaml``
     when it is null, makes ``data.train_files``, ``data.val_files`` and
     ``trainer.default_local_dir`` absolute, and raises ValueError naming the key when the run
-    is not a V1 ``collab_bench_sync`` run, when ``data.shuffle`` is on, or when a batch of
-    ``data.train_batch_size`` (or ``data.val_batch_size``) rows would split an episode.
+    is not a V1 ``collab_bench_sync`` run, when ``data.shuffle`` is on, when a batch of
+    ``data.train_batch_size`` (or ``data.val_batch_size``) rows would split an episode, or when
+    the KL guard's settings (``collab_bench.guard``, :func:`~.guard.guard_settings`) are invalid
+    or the guard is on with verl settings a rollback cannot work with.
     """
     trainer = config.trainer
     if not trainer.use_v1:
@@ -103,6 +106,7 @@ def prepare_config(config: DictConfig) -> DictConfig:
                 except ValueError as err:
                     raise ValueError(f"data.{size_key}={size} with {path}: {err}") from err
     trainer.default_local_dir = _absolute(str(trainer.default_local_dir))
+    guard_settings(config)
     return config
 
 

@@ -50,6 +50,18 @@ def ray_local() -> Iterator[Any]:
     ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def transfer_queue(ray_local: Any) -> Iterator[None]:
+    """verl's TransferQueue on the test's Ray instance (one storage unit), closed at the end of
+    the module."""
+    import transfer_queue as tq
+    from omegaconf import OmegaConf
+
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    yield
+    tq.close()
+
+
 @pytest.fixture(scope="session")
 def tiny_policy(tiny_model: Path) -> Any:
     """The RL trainer's torch policy on the tiny random Llama (one CPU thread)."""

@@ -9,7 +9,6 @@ torch policy of the tiny model (verl_harness.CPUServerManager), old logprobs are
 
 from __future__ import annotations
 
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,31 +17,21 @@ import numpy as np
 import pytest
 import ray
 import transfer_queue as tq
-from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer
-from verl_harness import CPUAgentLoopManagerTQ, CPUServerManager, compose_recipe
+from verl_harness import cpu_trainer, recipe_trainer_config
 
 from baselines.verl.hub import ray_hub
 from baselines.verl.make_data import main as make_data
 from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY, PPO_KL_KEY
-from baselines.verl.train import prepare_config
-from baselines.verl.trainer import CollabBenchTrainer, collab_metrics
+from baselines.verl.trainer import collab_metrics
 from benchmark.metrics import episode_metrics
 
 N = 2  # rollout.n
 HUB = "test_trainer_hub"
 TRAIN_SEEDS, VAL_SEEDS = (0, 1), (5, 6)
-
-
-@pytest.fixture(scope="module")
-def transfer_queue(ray_local: Any) -> Iterator[None]:
-    """verl's TransferQueue on the test's Ray instance (one storage unit), closed at the end."""
-    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
-    yield
-    tq.close()
 
 
 @pytest.fixture(scope="module")
@@ -67,34 +56,13 @@ def trainer(
     train, val = (",".join(map(str, seeds)) for seeds in (TRAIN_SEEDS, VAL_SEEDS))
     argv = ["--out", str(data), "--tasks", short_task, "--n-agents", "1,2", "--batch-size", "4"]
     assert make_data([*argv, "--train-seeds", train, "--val-seeds", val]) == 0
-    config = compose_recipe(
-        "collab_bench_grpo",
-        tiny_model,
-        data,
-        [
-            "data.train_batch_size=4",
-            f"actor_rollout_ref.rollout.n={N}",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-            "data.dataloader_num_workers=0",
-            "algorithm.rollout_correction.bypass_mode=true",
-            f"trainer.default_local_dir={tmp_path_factory.mktemp('ckpt')}",
-        ],
-    )
-    prepare_config(config)
-    OmegaConf.resolve(config)
-    entry = OmegaConf.load(config.actor_rollout_ref.rollout.agent.agent_loop_config_path)[0]
-    entry.update(max_tokens=6, hub_name=HUB, hub_timeout_s=120)
+    ckpt = tmp_path_factory.mktemp("ckpt")
+    overrides = [f"trainer.default_local_dir={ckpt}"]
+    config, entry = recipe_trainer_config(tiny_model, data, HUB, overrides)
+    assert config.actor_rollout_ref.rollout.n == N
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(_agent_loop_registry, entry.name, entry)
-        t = CollabBenchTrainer(config)
-        t.tokenizer, t.processor = tiny_policy.tokenizer, None
-        t._init_dataloader()
-        t.agent_loop_manager = CPUAgentLoopManagerTQ(
-            config, CPUServerManager(tiny_policy), tiny_policy.tokenizer
-        )
-        t.reward_loop_manager = types.SimpleNamespace(reward_loop_worker_handles=[])
-        t.resource_pool_manager = types.SimpleNamespace(get_n_gpus=lambda: 1)
-        t.global_steps = 0
+        t = cpu_trainer(config, tiny_policy)
         yield t
         t.agent_loop_manager.close()
 
@@ -160,59 +128,21 @@ def test_a_training_step_logs_the_collaboration_metrics(trainer: Any, hub: Any) 
     tq.kv_clear(keys=batch.keys, partition_id=batch.partition_id)
 
 
-class _Guarded(CollabBenchTrainer):
-    """A guard that rolls back whenever the KL it reads is above 0.02."""
-
-    seen: list[dict[str, float]]
-
-    def should_roll_back(self, metrics: Any) -> bool:
-        self.seen.append(dict(metrics))
-        return metrics["guard/kl"] > 0.02
-
-
-def _guarded(tmp_path: Path, use_kl_loss: bool, calls: list[Any]) -> Any:
-    t = object.__new__(_Guarded)
-    t.config = OmegaConf.create(
-        {
-            "actor_rollout_ref": {"actor": {"use_kl_loss": use_kl_loss}},
-            "trainer": {"default_local_dir": str(tmp_path), "save_freq": 5},
-        }
-    )
-    t.seen, t.saved_steps, t.use_critic, t.global_steps = [], [], False, 7
-    t.last_eval = {INDEX_KEY: 0.5}
-    t.actor_rollout_wg = types.SimpleNamespace(load_checkpoint=lambda **kw: calls.append(kw))
-    return t
-
-
 @pytest.mark.parametrize(("use_kl_loss", "key"), [(True, KL_LOSS_KEY), (False, PPO_KL_KEY)])
-def test_the_guard_hook_reads_the_kl_and_restores_the_last_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_kl_loss: bool, key: str
+def test_without_the_guard_a_step_logs_what_it_would_judge_and_goes_on(
+    trainer: Any, monkeypatch: pytest.MonkeyPatch, use_kl_loss: bool, key: str
 ) -> None:
-    step_metrics = {KL_LOSS_KEY: 0.01, PPO_KL_KEY: 0.01}
+    """guard/kl is the KL the guard would judge, guard/index the last held-out TR; however
+    large the KL, nothing is restored (the trainer has no worker group to restore into)."""
+    assert trainer.guard is None
+    monkeypatch.setitem(trainer.config.actor_rollout_ref.actor, "use_kl_loss", use_kl_loss)
+    monkeypatch.setattr(trainer, "last_eval", {INDEX_KEY: 0.5})
+    step_metrics = {KL_LOSS_KEY: 0.01, PPO_KL_KEY: 0.02, key: 5.0}
     monkeypatch.setattr(PPOTrainer, "step", lambda self, m, t: m.update(step_metrics) or "batch")
-    calls: list[Any] = []
-    t = _guarded(tmp_path, use_kl_loss, calls)
-    assert t.step({}, {}) == "batch" and calls == []
-    assert t.seen[-1]["guard/kl"] == 0.01 and t.seen[-1]["guard/index"] == 0.5
-
-    step_metrics[key] = 0.05  # above the limit: restore the last checkpoint saved
-    with pytest.raises(RuntimeError, match="none was saved yet"):
-        t.step({}, {})
-    (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
-    t.saved_steps = [5]
-    t.step({}, {})
-    assert calls == [
-        {"local_path": str(tmp_path / "global_step_5" / "actor"), "del_local_after_load": False}
-    ]
-    assert t.seen[-1]["guard/kl"] == 0.05
-
-
-def test_the_default_trainer_never_rolls_back(tmp_path: Path) -> None:
-    t = object.__new__(CollabBenchTrainer)
-    assert t.should_roll_back({"guard/kl": 100.0, "guard/index": 0.0}) is False
-    t.config = OmegaConf.create({"trainer": {"default_local_dir": str(tmp_path)}})
-    with pytest.raises(FileNotFoundError, match="no actor checkpoint of step 3"):
-        t.restore_checkpoint(3)
+    metrics: dict[str, Any] = {}
+    assert trainer.step(metrics, {}) == "batch"
+    assert metrics["guard/kl"] == 5.0 and metrics["guard/index"] == 0.5
+    assert "guard/action" not in metrics and "guard/rollbacks" not in metrics
 
 
 def test_samples_of_another_agent_loop_are_refused_by_name() -> None:

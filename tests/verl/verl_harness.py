@@ -1,6 +1,7 @@
 """What the verl tests share: a CPU stand-in for verl's rollout server, the trainer config the
-agent loop reads, the loops made the way verl's AgentLoopWorker makes them, and verl's own
-post-processing of their outputs into a DataProto."""
+agent loop reads, the loops made the way verl's AgentLoopWorker makes them, verl's own
+post-processing of their outputs into a DataProto, and the CollabBench trainer built from the
+recipe as verl's ``init`` builds it, without its GPU parts."""
 
 from __future__ import annotations
 
@@ -214,3 +215,49 @@ def compose_recipe(
                 *overrides,
             ],
         )
+
+
+def recipe_trainer_config(
+    model: Any, data_dir: Any, hub_name: str, overrides: list[str] | tuple[str, ...] = ()
+) -> tuple[Any, Any]:
+    """The GRPO recipe for the tests' trainer: ``rollout.n=2``, batches of 4 rows, old
+    logprobs from the rollout (no GPU actor computes them), prepared by the launcher and
+    resolved; and the agent-loop entry as verl's worker registers it from the recipe's file,
+    with a 6-token reply cap and the hub ``hub_name``. Returns (config, entry)."""
+    from baselines.verl.train import prepare_config
+
+    config = compose_recipe(
+        "collab_bench_grpo",
+        model,
+        data_dir,
+        [
+            "data.train_batch_size=4",
+            "actor_rollout_ref.rollout.n=2",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+            "data.dataloader_num_workers=0",
+            "algorithm.rollout_correction.bypass_mode=true",
+            *overrides,
+        ],
+    )
+    prepare_config(config)
+    OmegaConf.resolve(config)
+    entry = OmegaConf.load(config.actor_rollout_ref.rollout.agent.agent_loop_config_path)[0]
+    entry.update(max_tokens=6, hub_name=hub_name, hub_timeout_s=120)
+    return config, entry
+
+
+def cpu_trainer(config: Any, policy: Policy) -> Any:
+    """A CollabBenchTrainer as verl's ``init`` builds it (its real ``__init__`` and dataloaders),
+    the GPU parts left out: no worker groups, no rollout servers (the agent loops are served by
+    ``policy`` through :class:`CPUAgentLoopManagerTQ`), no reward workers (the loop scores)."""
+    from baselines.verl.trainer import CollabBenchTrainer
+
+    t = CollabBenchTrainer(config)
+    t.tokenizer, t.processor = policy.tokenizer, None
+    t._init_dataloader()
+    t._init_dump_executor()
+    t.agent_loop_manager = CPUAgentLoopManagerTQ(config, CPUServerManager(policy), policy.tokenizer)
+    t.reward_loop_manager = types.SimpleNamespace(reward_loop_worker_handles=[])
+    t.resource_pool_manager = types.SimpleNamespace(get_n_gpus=lambda: 1)
+    t.global_steps = 0
+    return t
