@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.tiny_policy import warm_started_policy
+from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from omegaconf import OmegaConf
 
 from baselines.rl.app import train
@@ -170,30 +170,17 @@ def sft_model(tmp_path_factory) -> Path:
 
 
 def _cfg(model: Path, out: Path, **overrides) -> OmegaConf:
-    cfg = OmegaConf.structured(TrainConfig)
-    cfg.merge_with(
-        {
-            "policy": {"init": str(model)},
-            "data": {"seeds_per_step": 1, "group_size": 2},
-            "rollout": {"max_tokens": 4},
-            "eval": {"episodes": 1, "every": 0},
-            "logger": {"console": False, "wandb": False},
-            "workers": 0,
-            "threads": 1,
-            "output_dir": str(out),
-            "checkpoint_every": 1,
-            "keep_checkpoints": 0,
-            "trainer": {
-                "minibatch_size": 16,
-                "entropy_coef": 0.01,
-                "filter_zero_variance": False,  # every step updates (the returns tie)
-                "lr": LR,
-            },
-            "guard": {"enabled": True},
-        }
-    )
-    cfg.merge_with(overrides)
-    return cfg
+    guarded = {
+        "eval": {"every": 0},
+        "checkpoint_every": 1,
+        "keep_checkpoints": 0,
+        "trainer": {
+            "filter_zero_variance": False,  # every step updates (the returns tie)
+            "lr": LR,
+        },
+        "guard": {"enabled": True},
+    }
+    return tiny_train_config(model, out, guarded, overrides)
 
 
 def _diverge_at(monkeypatch: pytest.MonkeyPatch, step: int, lr: float = 10.0) -> None:

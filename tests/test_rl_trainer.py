@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers.tiny_policy import warm_started_policy
+from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from baselines.rl.app import train
-from baselines.rl.config import RolloutSettings, TrainConfig, register_configs
+from baselines.rl.config import RolloutSettings, register_configs
 from baselines.rl.policy import Policy
 from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
@@ -44,22 +44,7 @@ def sft_model(tmp_path_factory) -> Path:
 
 
 def _cfg(model: Path, out: Path, **overrides) -> OmegaConf:
-    cfg = OmegaConf.structured(TrainConfig)
-    cfg.merge_with(
-        {
-            "policy": {"init": str(model)},
-            "data": {"seeds_per_step": 1, "group_size": 2},
-            "rollout": {"max_tokens": 4},
-            "eval": {"episodes": 1},
-            "logger": {"console": False, "wandb": False},
-            "workers": 0,
-            "threads": 1,
-            "output_dir": str(out),
-            "trainer": {"minibatch_size": 16, "entropy_coef": 0.01},
-        }
-    )
-    cfg.merge_with(overrides)
-    return cfg
+    return tiny_train_config(model, out, overrides)
 
 
 def test_generated_ids_and_logprobs_are_kept_exactly(sft_model: Path) -> None:

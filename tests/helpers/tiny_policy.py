@@ -26,3 +26,28 @@ def warm_started_policy(out: Path, episodes: int, **overrides: Any) -> dict[str,
         }
     )
     return run_sft(cfg, out, log=lambda *_: None)
+
+
+def tiny_train_config(model: Path, out: Path, *settings: dict[str, Any]) -> Any:
+    """A training config of the tiny policy at ``model`` into ``out``: one seed of two
+    rollouts per step, 4-token replies, one held-out episode, inline and on one thread; each of
+    ``settings`` is merged on top, in order."""
+    from baselines.rl.config import TrainConfig
+
+    cfg = OmegaConf.structured(TrainConfig)
+    cfg.merge_with(
+        {
+            "policy": {"init": str(model)},
+            "data": {"seeds_per_step": 1, "group_size": 2},
+            "rollout": {"max_tokens": 4},
+            "eval": {"episodes": 1},
+            "logger": {"console": False, "wandb": False},
+            "workers": 0,
+            "threads": 1,
+            "output_dir": str(out),
+            "trainer": {"minibatch_size": 16, "entropy_coef": 0.01},
+        }
+    )
+    for extra in settings:
+        cfg.merge_with(extra)
+    return cfg
