@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="sft-tiny", help="the SFT policy's name")
     parser.add_argument("--skip-sft", action="store_true", help="reuse the saved SFT policy")
     parser.add_argument(
+        "--final-suite",
+        default="",
+        help="a runner suite (configs/suite) for the final check instead of --final-episodes",
+    )
+    parser.add_argument(
         "--final-episodes",
         type=int,
         default=200,
@@ -56,8 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every trainer")
     args = parser.parse_intermixed_args(argv)  # overrides may follow options
     out = args.out.resolve()
+    # A recipe that stopped after its SFT resumes without redoing it.
+    sft_done = (out / "sft" / "model").is_dir()
+    if sft_done and not args.skip_sft:
+        print(f"SFT already done: {out / 'sft' / 'model'}", flush=True)
     tasks = [f"data.tasks=[{','.join(args.tasks)}]"] if args.tasks else []
-    if not args.skip_sft:
+    if not args.skip_sft and not sft_done:
         _run(
             [
                 "baselines.sft",
@@ -95,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     options = {
         "episodes": args.final_episodes,
+        "suite": args.final_suite or None,
         "train": training_config(runs[0] / "config.yaml" if runs else None),
     }
     final = evaluate_policy(init, out / "final_eval" / "sft", **options)
