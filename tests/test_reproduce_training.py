@@ -63,6 +63,8 @@ def test_a_trained_table_reads_its_runs_inside_the_training(tmp_path: Path) -> N
         ({"training": {**TRAINING, "curves": {}}}, "training.curves"),
         ({"training": {**TRAINING, "when": "now"}}, "unknown field(s) ['when']"),
         ({"runs": [{**TABLE["runs"][0], "from": "../elsewhere"}]}, "inside the training"),
+        ({"training": {**TRAINING, "out": "/tmp/elsewhere"}}, "training.out: '/tmp/elsewhere'"),
+        ({"training": {**TRAINING, "curves": {"GRPO": "../grpo"}}}, "training.curves.GRPO"),
         (
             {"runs": [{**TABLE["runs"][0], "overrides": ["baseline=random"]}]},
             "no overrides or short",

@@ -143,19 +143,31 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _run(data: Any, where: str) -> RunSpec:
+def _mapping(data: Any, fields: set[str], where: str) -> dict[str, Any]:
+    """``data`` as a mapping of only ``fields``; SpecError naming what is wrong otherwise."""
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a mapping, got {data!r}")
-    unknown = set(data) - {"id", "label", "overrides", "deterministic", "short", "from"}
+    unknown = set(data) - fields
     if unknown:
         raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
+    return data
+
+
+def _inside(path: Any, where: str) -> str:
+    """A relative path that stays inside its folder; SpecError otherwise."""
+    if not isinstance(path, str) or not path or path.startswith("/") or ".." in Path(path).parts:
+        raise SpecError(f"{where}: {path!r} must be a relative path inside the training")
+    return path
+
+
+def _run(data: Any, where: str) -> RunSpec:
+    data = _mapping(data, {"id", "label", "overrides", "deterministic", "short", "from"}, where)
     run_id = _need(data, "id", str, where)
     if not run_id.replace("-", "").replace("_", "").isalnum():
         raise SpecError(f"{where}.id: {run_id!r} must be letters, digits, '-' or '_'")
     source = data.get("from", "")
     if source:
-        if not isinstance(source, str) or source.startswith("/") or ".." in Path(source).parts:
-            raise SpecError(f"{where}.from: {source!r} must be a relative path inside the training")
+        _inside(source, f"{where}.from")
         if data.get("overrides") or "short" in data:
             raise SpecError(f"{where}: a run read 'from' the training has no overrides or short")
         overrides: tuple[str, ...] = ()
@@ -175,11 +187,7 @@ def _run(data: Any, where: str) -> RunSpec:
 
 
 def _training(data: Any, where: str) -> TrainingSpec:
-    if not isinstance(data, dict):
-        raise SpecError(f"{where}: expected a mapping, got {data!r}")
-    unknown = set(data) - {"module", "args", "short", "done", "curves", "out"}
-    if unknown:
-        raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}")
+    data = _mapping(data, {"module", "args", "short", "done", "curves", "out"}, where)
     args = _strings(_need(data, "args", list, where), f"{where}.args")
     if "{out}" not in args:
         raise SpecError(f"{where}.args: must pass the output directory as '{{out}}'")
@@ -189,10 +197,10 @@ def _training(data: Any, where: str) -> TrainingSpec:
     return TrainingSpec(
         module=_need(data, "module", str, where),
         args=args,
-        done=_need(data, "done", str, where),
-        curves=tuple((str(k), v) for k, v in curves.items()),
+        done=_inside(_need(data, "done", str, where), f"{where}.done"),
+        curves=tuple((str(k), _inside(v, f"{where}.curves.{k}")) for k, v in curves.items()),
         short=_strings(data.get("short", []), f"{where}.short"),
-        out=str(data.get("out", "training")),
+        out=_inside(data.get("out", "training"), f"{where}.out"),
     )
 
 
