@@ -91,6 +91,8 @@ def curve_cell(curve: Curve) -> dict[str, Any]:
 def write_curves(out_dir: Path, table: TableSpec, curves: list[Curve]) -> list[Path]:
     """``<table>.curves.csv`` (series, step, minutes, episodes, SR and its interval) and the
     plot ``<table>.curves.png``."""
+    if table.training is None:
+        raise ValueError(f"table {table.name} has no training, hence no curves")
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_file = out_dir / f"{table.name}.curves.csv"
     cells = [(c, curve_cell(c)) for c in curves]
@@ -113,7 +115,7 @@ def write_curves(out_dir: Path, table: TableSpec, curves: list[Curve]) -> list[P
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, _ in table.training.curves if table.training else ():
+    for label, _ in table.training.curves:
         mine = [
             (c["step"], cell)
             for c, cell in cells
