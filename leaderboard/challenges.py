@@ -25,8 +25,9 @@ from benchmark.runner.challenge import Challenge, ChallengeEpisode
 from benchmark.tasks import load_task
 from leaderboard.tracks import load_suite
 
-# The hidden pool: [low, high). Published suites use small seeds, all below it.
-SEED_POOL = (1_000_000, 2**31)
+# The hidden pool: [low, high). Every seed the benchmark publishes is below it: the suites'
+# seeds and the trainers' held-out evaluation seeds (from 1,000,000; suite rl_heldout).
+SEED_POOL = (10_000_000, 2**31)
 MAX_DRAWS = 32
 # The seed with which a scene must set up to be a cell (the task's scene list is fixed data).
 PROBE_SEED = 0

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from baselines.rl.config import EvalSettings
 from benchmark.env import make_env
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.app import build_jobs
@@ -82,6 +83,8 @@ def test_seeds_come_from_the_hidden_pool_above_every_published_seed() -> None:
         for seed in entry["seeds"]
     ]
     assert published and max(published) < low
+    # The trainers' held-out evaluation seeds are published too (and far from exhausted).
+    assert EvalSettings().seed_start + 1_000_000 < low
 
 
 def test_cells_are_each_entrys_first_scenes_of_its_split_that_set_up() -> None:
