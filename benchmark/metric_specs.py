@@ -1,6 +1,6 @@
 """The declared metrics: name, namespace, range, definition and level of every metric.
 
-This is the one list of metrics (DESIGN.md section 7). :mod:`benchmark.metrics` computes them,
+This is the one list of metrics. :mod:`benchmark.metrics` computes them,
 and everything that names metrics derives from here: the logger keys (``<namespace>/<name>``),
 the summary's columns, its interval method and the clipping of its intervals to each range.
 
@@ -55,7 +55,7 @@ class MetricSpec:
         namespace: its logger namespace, one of :data:`NAMESPACES`.
         range: the values it can take; summary intervals are clipped to it.
         level: what it is computed from, one of :data:`LEVELS`.
-        definition: the DESIGN.md section 7 definition, in words.
+        definition: what the metric measures, in words.
         interval: the summary's 95% interval: ``t`` (Student-t) or ``clopper_pearson`` (for
             success indicators).
         headline: shown in the summary.md table (every metric is in summary.csv).

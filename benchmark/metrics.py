@@ -1,4 +1,4 @@
-"""Task and emergent-collaboration metrics, computed from episode traces (DESIGN.md section 7).
+"""Task and emergent-collaboration metrics, computed from episode traces.
 
 Every metric's name, namespace, range and level is declared in :mod:`benchmark.metric_specs`;
 this module holds the formulas.
@@ -175,7 +175,7 @@ def interference(trace: dict[str, Any]) -> tuple[int, int]:
 
 
 def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
-    """Every per-episode metric of one trace, under its DESIGN.md name."""
+    """Every per-episode metric of one trace, under its name in :mod:`benchmark.metric_specs`."""
     final = trace["final"]
     satisfied = final["satisfied"]
     n_atoms = len(satisfied)

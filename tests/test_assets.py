@@ -82,5 +82,5 @@ def test_grid_points_inside_floor_standing_furniture_are_removed(
         raw_total += len(raw)
         assert len(raw) == len(scene["reachable"]) + len(scene["removed_reachable"])
     share = manifest["removed_points"] / raw_total
-    # DESIGN.md: "about 1%" of the recorded grid lies inside current furniture.
+    # About 1% of the recorded grid lies inside current furniture.
     assert 0.002 < share < 0.03, share

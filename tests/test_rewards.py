@@ -1,4 +1,4 @@
-"""The per-tick reward (DESIGN.md section 5) as a pure function, with hand-computed values."""
+"""The per-tick reward (benchmark/env/rewards.py) as a pure function, with hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-agent reward of one tick (DESIGN.md section 5), as a pure function."""
+"""The per-agent reward of one tick, as a pure function."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a paper table is made of: its runs, its rows and columns, its figure.
 
-Each table is a YAML file ``configs/paper/<name>.yaml`` (see ``configs/paper/README.md``):
+Each table is a YAML file ``configs/paper/<name>.yaml``:
 
 .. code-block:: yaml
 
