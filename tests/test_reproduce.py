@@ -287,7 +287,7 @@ def test_a_run_may_not_set_what_the_command_sets(tmp_path: Path) -> None:
 
 
 def test_every_paper_table_file_parses() -> None:
-    from benchmark.reproduce.spec import TABLES_DIR, table_names
+    from benchmark.reproduce.spec import TABLES_DIR, check_shared_runs, table_names
 
     names = table_names("all")
     assert "main" in names
@@ -295,6 +295,20 @@ def test_every_paper_table_file_parses() -> None:
         spec = load_table(name)
         assert spec.runs and spec.columns
     assert {p.stem for p in TABLES_DIR.glob("*.yaml")} == set(names)
+    check_shared_runs()
+
+
+def test_a_run_shared_by_two_tables_must_be_the_same_run(tmp_path: Path) -> None:
+    from benchmark.reproduce.spec import check_shared_runs
+
+    _spec(tmp_path)
+    other = {**TABLE, "name": "other", "runs": [{**TABLE["runs"][0], "label": "named otherwise"}]}
+    _spec(tmp_path, other, "other")
+    check_shared_runs(tmp_path)  # the same run under another label: one directory, fine
+    changed = {**TABLE["runs"][0], "overrides": ["baseline=heuristic", "suite=smoke"]}
+    _spec(tmp_path, {**other, "runs": [changed]}, "other")
+    with pytest.raises(SpecError, match="run 'tiny-heuristic' is in tables 'other' and 'tiny'"):
+        check_shared_runs(tmp_path)
 
 
 def test_the_command_names_an_unknown_table_and_takes_dash_dash_check(tmp_path: Path) -> None:

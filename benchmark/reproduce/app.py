@@ -10,7 +10,7 @@ from benchmark.reproduce.build import table_records
 from benchmark.reproduce.check import committed_problems, fresh_problems
 from benchmark.reproduce.render import write_table
 from benchmark.reproduce.sources import RunData, fresh_run, read_bundles, read_run_dir
-from benchmark.reproduce.spec import TableSpec, load_table, table_names
+from benchmark.reproduce.spec import TableSpec, check_shared_runs, load_table, table_names
 from benchmark.reproduce.training import (
     curves_path,
     load_curves,
@@ -126,4 +126,5 @@ def make_table(spec: TableSpec, opts: Options) -> Outcome:
 
 def reproduce(opts: Options) -> list[Outcome]:
     """Every table ``opts.table`` names, in order."""
+    check_shared_runs()
     return [make_table(load_table(name), opts) for name in table_names(opts.table)]

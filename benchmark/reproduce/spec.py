@@ -296,6 +296,21 @@ def load_table(name: str, tables_dir: Path = TABLES_DIR) -> TableSpec:
     return parse_table(data, path)
 
 
+def check_shared_runs(tables_dir: Path = TABLES_DIR) -> None:
+    """A run id in several tables is one run directory: SpecError unless every table runs it the
+    same way (its overrides, short overrides, training source and determinism)."""
+    seen: dict[str, tuple[str, RunSpec]] = {}
+    for name in table_names("all", tables_dir):
+        for run in load_table(name, tables_dir).runs:
+            how = (run.overrides, run.short, run.source, run.deterministic)
+            first = seen.setdefault(run.id, (name, run))
+            if (first[1].overrides, first[1].short, first[1].source, first[1].deterministic) != how:
+                raise SpecError(
+                    f"run {run.id!r} is in tables {first[0]!r} and {name!r} with different "
+                    "overrides, short, from or deterministic: a shared run must be the same run"
+                )
+
+
 def table_names(choice: str, tables_dir: Path = TABLES_DIR) -> list[str]:
     """The tables ``table=<choice>`` means: one name, or every table file for ``all``."""
     if choice == "all":
