@@ -56,6 +56,7 @@ def test_the_suites_are_the_benchmarks_suite_files() -> None:
         "mapthor_first_plan",
         "mapthor_llamar",
         "paper",
+        "paper_seed0",
         "rl_heldout",
         "scaling",
         "search",
