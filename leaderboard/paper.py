@@ -31,6 +31,15 @@ from leaderboard.tracks import read_run, tracks_of_run
 DEFAULT_OUT = REPO_ROOT / "leaderboard" / "seed" / "paper"
 
 
+def _owner(run_id: str, spec: TableSpec) -> str:
+    """The first paper table holding the run (a run shared by tables is packed the same way by
+    each of them); ``spec``'s own name for a table outside configs/paper/."""
+    for name in table_names("all"):
+        if name == spec.name or any(r.id == run_id for r in load_table(name).runs):
+            return name
+    return spec.name
+
+
 def pack_table(spec: TableSpec, runs_dir: Path, out: Path) -> list[Path]:
     """The bundles of every run of ``spec``; stale bundles of those runs are removed first."""
     written = []
@@ -45,7 +54,8 @@ def pack_table(spec: TableSpec, runs_dir: Path, out: Path) -> list[Path]:
         submission = describe(
             run,
             method=run_spec.label,
-            description=f"Reference run {run_spec.id} of the paper's {spec.name} table.",
+            description=f"Reference run {run_spec.id} of the paper's {_owner(run_spec.id, spec)} "
+            "table.",
         )
         for track in tracks:
             path = out / f"{run_spec.id}.{track.key}.tar.gz"

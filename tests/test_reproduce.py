@@ -302,13 +302,14 @@ def test_a_run_shared_by_two_tables_must_be_the_same_run(tmp_path: Path) -> None
     from benchmark.reproduce.spec import check_shared_runs
 
     _spec(tmp_path)
-    other = {**TABLE, "name": "other", "runs": [{**TABLE["runs"][0], "label": "named otherwise"}]}
+    other = {**TABLE, "name": "other", "runs": [TABLE["runs"][0]]}
     _spec(tmp_path, other, "other")
-    check_shared_runs(tmp_path)  # the same run under another label: one directory, fine
-    changed = {**TABLE["runs"][0], "overrides": ["baseline=heuristic", "suite=smoke"]}
-    _spec(tmp_path, {**other, "runs": [changed]}, "other")
-    with pytest.raises(SpecError, match="run 'tiny-heuristic' is in tables 'other' and 'tiny'"):
-        check_shared_runs(tmp_path)
+    check_shared_runs(tmp_path)  # the same run in two tables: one directory, fine
+    changes = [{"overrides": ["baseline=heuristic", "suite=smoke"]}, {"label": "renamed"}]
+    for change in changes:
+        _spec(tmp_path, {**other, "runs": [{**TABLE["runs"][0], **change}]}, "other")
+        with pytest.raises(SpecError, match="run 'tiny-heuristic' is in tables 'other' and 'tiny'"):
+            check_shared_runs(tmp_path)
 
 
 def test_the_command_names_an_unknown_table_and_takes_dash_dash_check(tmp_path: Path) -> None:

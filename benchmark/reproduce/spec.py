@@ -297,16 +297,16 @@ def load_table(name: str, tables_dir: Path = TABLES_DIR) -> TableSpec:
 
 
 def check_shared_runs(tables_dir: Path = TABLES_DIR) -> None:
-    """A run id in several tables is one run directory: SpecError unless every table runs it the
-    same way (its overrides, short overrides, training source and determinism)."""
+    """A run id in several tables is one run directory (and one set of bundles): SpecError unless
+    every table names it and runs it the same way (label, overrides, short overrides, training
+    source, determinism)."""
     seen: dict[str, tuple[str, RunSpec]] = {}
     for name in table_names("all", tables_dir):
         for run in load_table(name, tables_dir).runs:
-            how = (run.overrides, run.short, run.source, run.deterministic)
-            first = seen.setdefault(run.id, (name, run))
-            if (first[1].overrides, first[1].short, first[1].source, first[1].deterministic) != how:
+            first, have = seen.setdefault(run.id, (name, run))
+            if have != run:
                 raise SpecError(
-                    f"run {run.id!r} is in tables {first[0]!r} and {name!r} with different "
+                    f"run {run.id!r} is in tables {first!r} and {name!r} with a different label, "
                     "overrides, short, from or deterministic: a shared run must be the same run"
                 )
 
