@@ -329,3 +329,11 @@ def test_the_command_names_an_unknown_table_and_takes_dash_dash_check(tmp_path: 
     )
     assert done.returncode != 0
     assert "no table 'nope'" in done.stderr and "tables are [" in done.stderr
+
+
+def test_a_shared_runs_bundles_name_the_first_table_holding_it() -> None:
+    from leaderboard.paper import _owner
+
+    decomposition = load_table("decomposition")
+    assert _owner("main-llm_planner", decomposition) == "main"
+    assert _owner("decomposition-free", decomposition) == "decomposition"
