@@ -124,4 +124,11 @@ def read_state(folder: str | Path) -> dict[str, Any] | None:
     path = Path(folder) / STATE_FILE
     if not path.is_file():
         return None
-    return json.loads(path.read_text())["state"]
+    try:
+        state = json.loads(path.read_text())["state"]
+        missing = [k for k in ("lr", "good_step", "rollbacks", "best", "last") if k not in state]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a guard state file ({err!r})") from None
+    if missing:
+        raise ValueError(f"{path}: the guard state lacks {missing}")
+    return state

@@ -410,3 +410,15 @@ def test_guard_settings_are_checked_before_start(
     config = compose_recipe("collab_bench_grpo", tiny_model, data, [*GUARDED, *overrides])
     with pytest.raises(error, match=message):
         prepare_config(config)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("{not json", "not a guard state file"), ('{"step": 1}', "not a guard state file"),
+     ('{"step": 1, "state": {"lr": 0.1}}', r"the guard state lacks \['good_step'")],
+)  # fmt: skip
+def test_a_damaged_guard_state_file_is_named(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / STATE_FILE).write_text(text)
+    with pytest.raises(ValueError, match=message) as caught:
+        read_state(tmp_path)
+    assert str(tmp_path / STATE_FILE) in str(caught.value)
