@@ -345,10 +345,12 @@ def constrained_decompose(
 
 def quality(
     plan: Decomposition, checklist: Sequence[Atom], agents: Sequence[str]
-) -> dict[str, float]:
-    """Validity (valid / proposed subtasks), atom coverage (atoms whose object or target a
-    subtask acts on), parallelism (critical path / subtasks: lower is more parallel) and
-    assignment balance (:func:`benchmark.metrics.balance` of the subtasks per agent)."""
+) -> dict[str, float | None]:
+    """Validity (valid / proposed subtasks; 0 when the reply proposed none), atom coverage
+    (atoms whose object or target a subtask acts on), parallelism (critical path / subtasks:
+    lower is more parallel) and assignment balance (:func:`benchmark.metrics.balance` of the
+    subtasks per agent). A plan without subtasks has no shape: its parallelism and balance are
+    None (left out of means), not the values of a serial or one-sided plan."""
     n = len(plan.subtasks)
     proposed = n + plan.invalid
     targets = {s.target for s in plan.subtasks}
@@ -365,6 +367,6 @@ def quality(
     return {
         "validity": n / proposed if proposed else 0.0,
         "coverage": sum(covered(a) for a in checklist) / len(checklist) if checklist else 0.0,
-        "parallelism": max(depth.values()) / n if n else 1.0,
-        "balance": balance(per_agent) if per_agent else 0.0,
+        "parallelism": max(depth.values()) / n if n else None,
+        "balance": balance(per_agent) if n and per_agent else None,
     }

@@ -214,6 +214,10 @@ def test_plan_quality_against_the_checklist() -> None:
     assert q["coverage"] == pytest.approx(2 / 3)
     assert q["parallelism"] == pytest.approx(2 / 3)
     assert q["balance"] == pytest.approx(1 / 2.0001)
+    # A reply with no valid subtask: nothing valid, nothing covered, and no plan shape to
+    # score (not the 1.0 of a serial plan or the 0.0 of a one-sided one).
+    empty = quality(Decomposition(ok=False, invalid=2), checklist, AGENTS)
+    assert empty == {"validity": 0.0, "coverage": 0.0, "parallelism": None, "balance": None}
 
 
 def test_a_free_form_plan_without_json_is_an_error_naming_why(tiny_model: Path) -> None:
