@@ -135,9 +135,21 @@ def test_rerunning_into_the_same_directory_resumes(tmp_path: Path) -> None:
     run(cfg, _quiet())
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     (tmp_path / "episodes.jsonl").write_text("\n".join(lines[:1]) + '\n{"torn')  # crash mid-write
+    manifest_path = tmp_path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    current = manifest["code_version"]
+    manifest_path.write_text(json.dumps({**manifest, "code_version": "0.0.0+earlier"}))
     result = run(cfg, _quiet())
     keys = [r["key"] for r in result["rows"]]
     assert len(keys) == len(set(keys)) == 3
+    # Playing episodes stamps the manifest with the code that played them ...
+    assert json.loads(manifest_path.read_text())["code_version"] == current
+    # ... and running the finished run again leaves its directory as it was.
+    manifest_path.write_text(json.dumps({**manifest, "code_version": "0.0.0+earlier"}))
+    before = (tmp_path / "episodes.jsonl").read_text()
+    run(cfg, _quiet())
+    assert json.loads(manifest_path.read_text())["code_version"] == "0.0.0+earlier"
+    assert (tmp_path / "episodes.jsonl").read_text() == before
 
 
 def test_an_episode_that_raises_is_retried_then_recorded_as_an_error(tmp_path: Path) -> None:

@@ -204,11 +204,11 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     rundir = RunDirectory(root)
     container = OmegaConf.to_container(cfg, resolve=True)
     (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    manifest = rundir.write_manifest(container, cfg.suite.version)
     jobs = build_jobs(cfg)
     _check_task_files(jobs, rundir.rows())
     done = rundir.done()
     todo = [j for j in jobs if j.key not in done]
+    manifest = rundir.write_manifest(container, cfg.suite.version, finished=not todo)
     stamp = {
         "config_hash": manifest["config_hash"],
         "code_version": manifest["code_version"],
@@ -224,7 +224,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     if loggers.prometheus is not None:
         console.print(f"Prometheus metrics at {loggers.prometheus.url}")
     tmp, inside = ray_tmpdir(Path(cfg.ray.tmpdir) if cfg.ray.tmpdir else root / "ray")
-    if cfg.workers > 0 and not inside:
+    if cfg.workers > 0 and not inside and todo:
         manifest["ray_tmpdir"] = str(tmp)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
     console.print(
@@ -274,7 +274,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         for row in join.flush():
             loggers.log_episode(row)
         loggers.close()
-        if cfg.workers > 0 and not inside:
+        if cfg.workers > 0 and not inside and todo:
             shutil.rmtree(tmp, ignore_errors=True)
     rows = rundir.rows()
     table = summarize(rows, rundir.load_trace, references)

@@ -60,7 +60,20 @@ class RunDirectory:
         self.rows_path = self.root / "episodes.jsonl"
         self.traces.mkdir(parents=True, exist_ok=True)
 
-    def write_manifest(self, config: dict[str, Any], suite_version: str) -> dict[str, Any]:
+    def write_manifest(
+        self, config: dict[str, Any], suite_version: str, finished: bool = False
+    ) -> dict[str, Any]:
+        """Write the run's manifest (config hash, code version, packages). A ``finished`` run
+        (nothing left to play) keeps the manifest it has when that is of the same config, so
+        running a finished run again changes nothing in its directory."""
+        path = self.root / "manifest.json"
+        if finished and path.is_file():
+            try:
+                kept = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                kept = None
+            if isinstance(kept, dict) and kept.get("config_hash") == config_hash(config):
+                return kept
         versions = {}
         for name in PACKAGES:
             try:
@@ -75,7 +88,7 @@ class RunDirectory:
             "python": platform.python_version(),
             "packages": versions,
         }
-        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        path.write_text(json.dumps(manifest, indent=1))
         return manifest
 
     def rows(self) -> list[dict[str, Any]]:
