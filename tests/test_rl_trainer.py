@@ -21,7 +21,7 @@ from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from baselines.rl.app import train
+from baselines.rl.app import continue_history, train
 from baselines.rl.config import RolloutSettings, register_configs
 from baselines.rl.policy import Policy
 from baselines.rl.rollout import EpisodeSpec, play_episode
@@ -278,6 +278,34 @@ def test_a_killed_training_process_resumes_where_it_stopped(
     for row in (full[2], resumed[2]):
         row.pop("wall_s")
     assert resumed[2] == full[2]
+    # The resumed run's log is one history, as the uninterrupted run's: no step twice, and a
+    # clock that goes on from the checkpoint's.
+    logged = [json.loads(x) for x in (killed / "metrics.jsonl").read_text().splitlines()]
+    straight = [
+        json.loads(x) for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert [(r["kind"], r["step"]) for r in logged] == [(r["kind"], r["step"]) for r in straight]
+    clock = [r["wall_s"] for r in logged]
+    assert clock == sorted(clock)
+
+
+def test_a_resumed_history_keeps_the_rows_up_to_its_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    rows = [
+        {"kind": k, "step": s, "wall_s": float(s)}
+        for k, s in [("eval", 0), ("train", 1), ("train", 2), ("eval", 2), ("train", 3)]
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"kind": "tr')
+    assert continue_history(path, 2) == rows[:4]
+    assert [json.loads(x) for x in path.read_text().splitlines()] == rows[:4]
+    abandoned = (tmp_path / "metrics.abandoned.jsonl").read_text().splitlines()
+    assert abandoned == [json.dumps(rows[4]), '{"kind": "tr']
+    assert continue_history(path, 2) == rows[:4]  # again: nothing more to move
+    assert continue_history(path, None) == [] and path.read_text() == ""  # a fresh start
+    assert len((tmp_path / "metrics.abandoned.jsonl").read_text().splitlines()) == 6
+    path.write_text('{"kind": "train", "step": 1}\nnot json\n{"kind": "train", "step": 2}\n')
+    with pytest.raises(ValueError, match=r"metrics\.jsonl:2: not a JSON row"):
+        continue_history(path, 2)
 
 
 @pytest.mark.slow
@@ -317,6 +345,10 @@ def test_the_training_job_logs_evaluations_and_the_report_reads_them(
     assert result["steps"] == 2 and (run / "final_model" / "config.json").is_file()
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in rows] == ["eval", "train", "eval", "train", "eval"]
+    # Running the finished run again evaluates nothing again and logs nothing more.
+    again = train(cfg)
+    assert (run / "metrics.jsonl").read_text().splitlines() == [json.dumps(r) for r in rows]
+    assert again["steps"] == 2 and again["final"]["eval/task/SR"] == rows[-1]["eval/task/SR"]
     (summary,) = write_report([run], tmp_path / "report")
     assert summary["steps"] == 2 and summary["SR_before"] == rows[0]["eval/task/SR"]
     assert summary["SR_after"] == rows[-1]["eval/task/SR"]

@@ -10,6 +10,12 @@ reference and every held-out evaluation by its TR before anything is saved, so o
 that passed are checkpointed (the starting weights are saved as step 0). A failure restores
 the last checkpoint that passed, lowers the learning rate and saves that state at the current
 step, so a resumed run keeps the lowered rate; training goes on from the current step.
+
+A resumed run continues the history of its checkpoint: rows logged past it (the steps a killed
+process played after its last checkpoint, played again now) move to ``metrics.abandoned.jsonl``,
+``wall_s`` goes on from the checkpoint's, and an evaluation already logged at the checkpoint's
+step is not repeated (so running a finished run again adds nothing). A fresh start (no
+checkpoint, or ``resume=false``) moves every earlier row there.
 """
 
 from __future__ import annotations
@@ -42,6 +48,39 @@ CONSOLE_KEYS = (
 )
 
 
+ROW_KEYS = ("kind", "step", "wall_s")  # what every metrics row carries besides its values
+
+
+def continue_history(path: Path, step: int | None) -> list[dict[str, Any]]:
+    """The rows of ``metrics.jsonl`` at ``path`` that a run resumed from the checkpoint of
+    ``step`` continues (``step`` None: a fresh start continues none); the others are appended
+    to ``metrics.abandoned.jsonl`` beside it, and ``path`` keeps the continued ones."""
+    if not path.is_file():
+        return []
+    kept: list[dict[str, Any]] = []
+    dropped: list[str] = []
+    lines = path.read_text().splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                dropped.append(line)  # a torn last line: the killed process mid-write
+                continue
+            raise ValueError(f"{path}:{n}: not a JSON row: {line[:80]!r}") from None
+        if step is not None and isinstance(row.get("step"), int) and row["step"] <= step:
+            kept.append(row)
+        else:
+            dropped.append(line)
+    if dropped:
+        with path.with_name("metrics.abandoned.jsonl").open("a") as f:
+            f.write("".join(line + "\n" for line in dropped))
+        path.write_text("".join(json.dumps(row) + "\n" for row in kept))
+    return kept
+
+
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured training; returns the first and last evaluations."""
     settings = train_settings(cfg)
@@ -56,9 +95,20 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     if loggers.prometheus is not None:
         console.print(f"Prometheus metrics at {loggers.prometheus.url}")
     metrics_file = root / "metrics.jsonl"
-    start = time.perf_counter()
-    first: dict[str, float] = {}
-    last: dict[str, float] = {}
+    history = continue_history(metrics_file, trainer.saved_step)
+    # Wall time goes on from the checkpoint's, so a resumed run's clock is its compute so far.
+    start = time.perf_counter() - max((r.get("wall_s", 0.0) for r in history), default=0.0)
+    evals = [
+        {k: v for k, v in r.items() if k not in ROW_KEYS} for r in history if r["kind"] == "eval"
+    ]
+    first: dict[str, float] = evals[0] if evals else {}
+    last: dict[str, float] = evals[-1] if evals else {}
+    evaluated_at = -1  # the step whose weights the last evaluation is of
+    for row in history:
+        if row["kind"] == "eval":
+            evaluated_at = row["step"]
+        elif row["kind"] == "guard" and row.get("guard/restore_step") is not None:
+            evaluated_at = -1  # those weights were rolled back
     guard = trainer.guard if settings.guard.enabled else None
 
     def record(kind: str, values: dict[str, Any]) -> None:
@@ -99,9 +149,8 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     def out_of_time() -> bool:
         return bool(cfg.max_minutes) and time.perf_counter() - start > 60 * cfg.max_minutes
 
-    evaluated_at = -1
     try:
-        if trainer.step == 0:
+        if trainer.step == 0 and evaluated_at != 0:
             first = last = evaluate()
             evaluated_at = 0
             if guard is not None:
