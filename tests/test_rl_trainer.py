@@ -21,8 +21,9 @@ from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from baselines.rl.app import continue_history, train
+from baselines.rl.app import train
 from baselines.rl.config import RolloutSettings, register_configs
+from baselines.rl.history import continue_history
 from baselines.rl.policy import Policy
 from baselines.rl.rollout import EpisodeSpec, play_episode
 from baselines.rl.samples import collate, episode_samples
