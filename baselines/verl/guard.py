@@ -6,8 +6,8 @@ The decisions are the CPU trainer's (:class:`baselines.rl.guard.KLGuard`); the t
 * :func:`guard_settings`: ``collab_bench.guard`` of the recipe
   (``config/recipe/collab_bench.yaml``), the fields of
   :class:`~baselines.rl.guard.GuardSettings` validated by it, and the verl keys a guarded run
-  needs (periodic checkpoints kept on disk, written synchronously, the FSDP engine whose
-  learning rate :mod:`.workers` can change);
+  needs (periodic checkpoints kept on disk, written synchronously, FSDP engines whose
+  learning rates :mod:`.workers` can change);
 * :func:`decision_metrics`: a decision as verl step metrics (``guard/*``);
 * :func:`write_state` / :func:`read_state`: the guard's bookkeeping in a small JSON file inside
   each verl checkpoint folder (``global_step_N/collab_bench_guard.json``), so that a run
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from verl.trainer.ppo.utils import need_critic
 
 from baselines.rl.checks import ConfigError
 from baselines.rl.guard import Decision, GuardSettings, KLGuard
@@ -30,7 +31,7 @@ from baselines.rl.guard import Decision, GuardSettings, KLGuard
 SECTION = "collab_bench.guard"
 STATE_FILE = "collab_bench_guard.json"  # in verl's global_step_N folder
 ACTIONS = ("pass", "rollback", "stop")  # guard/action logs the index
-LR_STRATEGIES = ("fsdp", "fsdp2")  # actor engines whose optimiser set_actor_lr can change
+LR_STRATEGIES = ("fsdp", "fsdp2")  # engines whose optimiser set_actor_lr / set_critic_lr change
 
 
 def guard_settings(config: DictConfig) -> GuardSettings:
@@ -83,6 +84,12 @@ def _check_verl(config: DictConfig) -> None:
     if actor.strategy not in LR_STRATEGIES:
         raise ValueError(
             f"{on}: actor_rollout_ref.actor.strategy={actor.strategy!r}; lowering the learning "
+            f"rate on a rollback is implemented for {list(LR_STRATEGIES)} "
+            "(baselines/verl/workers.py)"
+        )
+    if config.critic.strategy not in LR_STRATEGIES and need_critic(config):
+        raise ValueError(
+            f"{on}: critic.strategy={config.critic.strategy!r}; lowering the critic's learning "
             f"rate on a rollback is implemented for {list(LR_STRATEGIES)} "
             "(baselines/verl/workers.py)"
         )

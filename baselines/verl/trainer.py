@@ -22,8 +22,9 @@ there. What it adds to verl's ``PPOTrainerSync``:
   ``actor/ppo_kl``) is judged by :meth:`KLGuard.check_step <baselines.rl.guard.KLGuard.check_step>`,
   before verl saves the step or sends its weights to the rollout servers; after each
   validation its ``eval/task/TR`` is judged by ``check_eval``. A failure restores the last
-  checkpoint that passed into the workers (actor, and critic if any), sets the actor's lowered
-  learning rate (``set_actor_lr``, :mod:`.workers`) and saves that state at the current step;
+  checkpoint that passed into the workers (actor, and critic if any), lowers the actor's
+  learning rate (``set_actor_lr``, :mod:`.workers`) and the critic's by the same factor
+  (``set_critic_lr``) and saves that state at the current step;
   once ``max_rollbacks`` are spent, the next failure restores and ends training. Under the
   guard only weights that passed are checkpointed: the starting weights as step 0, and a step
   that is validated is saved after its validation passed. So the newest checkpoint is always
@@ -53,7 +54,7 @@ from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 from baselines.rl.guard import Decision, KLGuard
 from baselines.verl.guard import decision_metrics, guard_settings, read_state, write_state
 from baselines.verl.metrics import EVAL_PREFIX, INDEX_KEY, batch_metrics, guard_readings
-from baselines.verl.workers import CollabBenchActorWorker
+from baselines.verl.workers import CollabBenchActorWorker, CollabBenchCriticWorker
 
 TRAINER_NAME = "collab_bench_sync"
 VERL_MODE = "sync"  # the verl trainer mode this trainer runs as
@@ -90,6 +91,8 @@ class CollabBenchTrainer(PPOTrainerSync):
         settings = guard_settings(config)
         lr = float(config.actor_rollout_ref.actor.optim.lr)
         self.guard = KLGuard(settings, lr=lr) if settings.enabled else None
+        self._start_lr = lr  # the guard's rate, the actor's, is this times its factor
+        self._critic_lr = float(config.critic.optim.lr) if self.use_critic else None
         self.guard_stop: str | None = None  # why the guard ended training, if it did
         self._saved_at: int | None = None  # the global step of the last checkpoint saved
         self._held_back: int | None = None  # a step whose checkpoint waits for its validation
@@ -133,10 +136,12 @@ class CollabBenchTrainer(PPOTrainerSync):
     # ------------------------------------------------------------------ the KL guard
     def _init_resource_pool_mgr(self) -> None:
         super()._init_resource_pool_mgr()
-        if self.guard is not None:  # the actor worker that can lower its learning rate
+        if self.guard is not None:  # the workers that can lower their learning rates
             for role in ACTOR_ROLES:
                 if role in self.role_worker_mapping:
                     self.role_worker_mapping[role] = ray.remote(CollabBenchActorWorker)
+            if Role.Critic in self.role_worker_mapping:
+                self.role_worker_mapping[Role.Critic] = ray.remote(CollabBenchCriticWorker)
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, float]) -> KVBatchMeta:
         batch = super().step(metrics, timing_raw)
@@ -201,10 +206,11 @@ class CollabBenchTrainer(PPOTrainerSync):
 
     def restore_checkpoint(self, step: int, lr: float | None = None) -> None:
         """Load the actor's (and the critic's) weights and optimiser state saved at global step
-        ``step`` into the workers, then set the actor's base learning rate to ``lr`` (None:
-        the checkpoint's). Unlike verl's resume (``_load_checkpoint``), the step count, the data
-        position and TransferQueue stay as they are; the caller sends the restored weights to
-        the rollout servers (``on_step_end`` does after a step)."""
+        ``step`` into the workers, then set the actor's base learning rate to ``lr`` and the
+        critic's to the same fraction of its configured rate (None: the checkpoint's). Unlike
+        verl's resume (``_load_checkpoint``), the step count, the data position and
+        TransferQueue stay as they are; the caller sends the restored weights to the rollout
+        servers (``on_step_end`` does after a step)."""
         folder = self._step_folder(step)
         actor = os.path.join(folder, "actor")
         if not os.path.isdir(actor):
@@ -214,11 +220,17 @@ class CollabBenchTrainer(PPOTrainerSync):
             critic = os.path.join(folder, str(Role.Critic))
             self.critic_wg.load_checkpoint(local_path=critic, del_local_after_load=False)
         if lr is not None:
-            self._set_actor_lr(lr)
+            self._set_lr(lr)
 
-    def _set_actor_lr(self, lr: float) -> None:
+    def _set_lr(self, lr: float) -> None:
+        """Make ``lr`` the actor's base learning rate, and the critic's configured rate times
+        the same factor (``lr`` over the actor's configured rate) the critic's."""
         per_rank = self.actor_rollout_wg.set_actor_lr(lr=lr)  # each rank: its groups' rates
         say(f"actor learning rate: base {lr:.3g}, now {per_rank[0][0]:.3g} (with the schedule)")
+        if self._critic_lr is not None:
+            critic = self._critic_lr * lr / self._start_lr
+            per_rank = self.critic_wg.set_critic_lr(lr=critic)
+            say(f"critic learning rate: base {critic:.3g}, now {per_rank[0][0]:.3g}")
 
     def _save_checkpoint(self) -> None:
         """verl's save, which fit calls after a step. Under the guard a step that a rollback
@@ -264,7 +276,7 @@ class CollabBenchTrainer(PPOTrainerSync):
         else:
             self.guard.load_state_dict(state)
         self._restored_at = self.global_steps
-        self._set_actor_lr(self.guard.lr)
+        self._set_lr(self.guard.lr)
         say(
             f"resumed at step {self.global_steps}: {self.guard.rollbacks} rollbacks so far, "
             f"lr {self.guard.lr:.3g}"

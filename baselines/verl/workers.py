@@ -1,4 +1,4 @@
-"""verl's actor worker with one more call: set the actor's learning rate while training runs.
+"""verl's actor and critic workers with one more call: set the learning rate while training runs.
 
 verl 0.9.1's workers have no call that changes the learning rate. The actor's optimiser and its
 schedule live in the FSDP engine inside each ``ActorRolloutRefWorker`` Ray actor
@@ -7,7 +7,10 @@ group and a ``LambdaLR`` with warmup, constant or cosine). :class:`CollabBenchAc
 ``set_actor_lr``, registered like verl's own calls (``@register``, sent to every rank), so the
 trainer reaches it as ``actor_rollout_wg.set_actor_lr(lr=...)``. verl hard-codes the worker
 class in the trainer's ``_init_resource_pool_mgr``; the CollabBench trainer puts this class in
-its place when the KL guard is on (:mod:`.trainer`).
+its place when the KL guard is on (:mod:`.trainer`). The critic of PPO (verl's
+``TrainingWorker``, its engine as ``worker.engine``) gets the same call as ``set_critic_lr``
+(:class:`CollabBenchCriticWorker`), so that a rollback lowers both rates by the same factor, as
+the CPU trainer's one optimiser per policy (value head included) does.
 
 The change is to the schedule's base rate, so the schedule's own factor (warmup, decay) keeps
 applying, and it travels in verl's checkpoints: the optimiser's and the scheduler's state dicts
@@ -19,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.optim.lr_scheduler import LRScheduler
 from verl.single_controller.base.decorator import Dispatch, register
-from verl.workers.engine_workers import ActorRolloutRefWorker
+from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 
 
 def set_base_lr(
@@ -60,3 +63,14 @@ class CollabBenchActorWorker(ActorRolloutRefWorker):
             raise RuntimeError(f"set_actor_lr: this worker's role {self.role!r} has no actor")
         engine = self.actor.engine
         return set_base_lr(engine.optimizer, engine.lr_scheduler, lr)
+
+
+class CollabBenchCriticWorker(TrainingWorker):
+    """verl's critic worker (a ``TrainingWorker`` of the value model) with
+    :meth:`set_critic_lr`."""
+
+    @register(dispatch_mode=Dispatch.ONE_TO_ALL)
+    def set_critic_lr(self, lr: float) -> list[float]:
+        """Set the critic's base learning rate to ``lr`` on this rank (:func:`set_base_lr`);
+        returns the parameter groups' learning rates now."""
+        return set_base_lr(self.engine.optimizer, self.engine.lr_scheduler, lr)

@@ -4,7 +4,8 @@
 The trainer is built as test_verl_trainer builds it (verl_harness.cpu_trainer). The stand-ins
 are for what exists only on GPUs, each named as one:
 
-* :class:`StandInActorGroup` for verl's actor worker group (FSDP workers in Ray actors);
+* :class:`StandInActorGroup` for verl's actor worker group (FSDP workers in Ray actors), and
+  :class:`StandInCriticGroup` for the critic's;
 * :class:`StandInReplicas` for verl's CheckpointEngineManager (vLLM replicas put to sleep and
   woken with the actor's weights);
 * a scripted update (:func:`scripted_updates`) for verl's ``step`` (rollout, old and reference
@@ -32,7 +33,7 @@ from verl.single_controller.ray.base import RayClassWithInitArgs, create_colocat
 from verl.trainer.ppo.utils import Role
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer
 from verl.utils.torch_functional import get_constant_schedule_with_warmup
-from verl.workers.engine_workers import ActorRolloutRefWorker
+from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 from verl_harness import cpu_trainer, recipe_trainer_config
 
 from baselines.rl.checks import ConfigError
@@ -40,10 +41,11 @@ from baselines.verl.guard import STATE_FILE, read_state
 from baselines.verl.make_data import main as make_data
 from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY
 from baselines.verl.train import prepare_config
-from baselines.verl.workers import CollabBenchActorWorker, set_base_lr
+from baselines.verl.workers import CollabBenchActorWorker, CollabBenchCriticWorker, set_base_lr
 
 HUB = "test_guard_hub"
 LR = 1e-3  # the actor's learning rate in these tests
+CRITIC_LR = 4e-3  # the critic's, where there is one
 WARMUP = 2  # the stand-in engine's warmup steps (verl's constant schedule with warmup)
 
 
@@ -103,17 +105,28 @@ def test_the_worker_call_reaches_every_rank_of_verls_colocated_worker() -> None:
         method(types.SimpleNamespace(role="ref"), lr=LR)
 
 
-# ---------------------------------------------------------------------- stand-ins
-class StandInActorGroup:
-    """A stand-in ONLY for verl's actor worker group, whose FSDP workers are Ray actors on GPUs:
-    one CPU engine (:func:`_engine`) that saves and loads its weights, optimiser and schedule as
-    torch files in the folder verl names; ``set_actor_lr`` runs CollabBenchActorWorker's own
-    method on it, as verl's one rank would. Calls are recorded."""
+def test_the_critic_call_reaches_every_rank_and_sets_the_critic_engines_rate() -> None:
+    method = CollabBenchCriticWorker.set_critic_lr
+    assert getattr(method, MAGIC_ATTR)["dispatch_mode"] == Dispatch.ONE_TO_ALL
+    role = str(Role.Critic)
+    cls = RayClassWithInitArgs(cls=ray.remote(CollabBenchCriticWorker), config=None)
+    colocated = create_colocated_worker_cls({role: cls}).cls.__ray_actor_class__
+    assert hasattr(colocated, f"{role}_set_critic_lr") and hasattr(colocated, f"{role}_train_batch")
+    e = _engine(CRITIC_LR)
+    _update(e)
+    _update(e)  # warmup done
+    assert method(types.SimpleNamespace(engine=e), lr=CRITIC_LR / 2) == [CRITIC_LR / 2]
+    assert e.lr_scheduler.base_lrs == [CRITIC_LR / 2]
 
-    def __init__(self) -> None:
-        self.engine = _engine()
-        actor = types.SimpleNamespace(engine=self.engine)
-        self.worker = types.SimpleNamespace(role=str(Role.ActorRolloutRef), actor=actor)
+
+# ---------------------------------------------------------------------- stand-ins
+class StandInEngineGroup:
+    """A stand-in ONLY for a verl worker group of FSDP workers in Ray actors on GPUs: one CPU
+    engine (:func:`_engine`) that saves and loads its weights, optimiser and schedule as torch
+    files in the folder verl names. Calls are recorded."""
+
+    def __init__(self, lr: float) -> None:
+        self.engine = _engine(lr)
         self.calls: list[tuple[str, Any]] = []
 
     def weights(self) -> torch.Tensor:
@@ -148,12 +161,35 @@ class StandInActorGroup:
         self.engine.optimizer.load_state_dict(state["optimizer"])
         self.engine.lr_scheduler.load_state_dict(state["lr_scheduler"])
 
+    def called(self, name: str) -> list[Any]:
+        return [arg for call, arg in self.calls if call == name]
+
+
+class StandInActorGroup(StandInEngineGroup):
+    """The stand-in for the actor's group: ``set_actor_lr`` runs CollabBenchActorWorker's own
+    method on the engine, as verl's one rank would."""
+
+    def __init__(self) -> None:
+        super().__init__(LR)
+        actor = types.SimpleNamespace(engine=self.engine)
+        self.worker = types.SimpleNamespace(role=str(Role.ActorRolloutRef), actor=actor)
+
     def set_actor_lr(self, lr: float) -> list[list[float]]:
         self.calls.append(("set_actor_lr", lr))
         return [CollabBenchActorWorker.set_actor_lr(self.worker, lr=lr)]
 
-    def called(self, name: str) -> list[Any]:
-        return [arg for call, arg in self.calls if call == name]
+
+class StandInCriticGroup(StandInEngineGroup):
+    """The stand-in for the critic's group (verl's ``TrainingWorker`` of the value model):
+    ``set_critic_lr`` runs CollabBenchCriticWorker's own method on the engine."""
+
+    def __init__(self) -> None:
+        super().__init__(CRITIC_LR)
+        self.worker = types.SimpleNamespace(engine=self.engine)
+
+    def set_critic_lr(self, lr: float) -> list[list[float]]:
+        self.calls.append(("set_critic_lr", lr))
+        return [CollabBenchCriticWorker.set_critic_lr(self.worker, lr=lr)]
 
 
 class StandInReplicas:
@@ -174,7 +210,8 @@ class StandInReplicas:
 
 def scripted_updates(monkeypatch: pytest.MonkeyPatch, kls: dict[int, float]) -> list[int]:
     """Replace verl's ``step`` (rollout, log-probs, advantages, actor update: GPU workers) by an
-    update of the stand-in engine that reports ``actor/kl_loss = kls[step]``, and verl's metrics
+    update of the stand-in engines (the critic's too, if any) that reports
+    ``actor/kl_loss = kls[step]``, and verl's metrics
     of the step's batch (read from TransferQueue) by none: the batch is empty. Returns the
     steps updated, in order."""
     steps: list[int] = []
@@ -182,6 +219,8 @@ def scripted_updates(monkeypatch: pytest.MonkeyPatch, kls: dict[int, float]) -> 
     def step(self: Any, metrics: dict[str, Any], timing_raw: dict[str, float]) -> KVBatchMeta:
         steps.append(self.global_steps)
         _update(self.actor_rollout_wg.engine)
+        if self.use_critic:
+            _update(self.critic_wg.engine)
         metrics.update({KL_LOSS_KEY: kls[self.global_steps], "actor/pg_loss": 0.0})
         return KVBatchMeta(partition_id="train", keys=[], tags=[])
 
@@ -225,6 +264,8 @@ def make_trainer(
             patch.setitem(_agent_loop_registry, entry.name, entry)
             t = cpu_trainer(config, tiny_policy)
             t.actor_rollout_wg = StandInActorGroup()
+            if t.use_critic:
+                t.critic_wg = StandInCriticGroup()
             t.checkpoint_manager = StandInReplicas(t.actor_rollout_wg)
             made.append(t)
             return t
@@ -234,14 +275,14 @@ def make_trainer(
         t.agent_loop_manager.close()
 
 
-def _saved(t: Any, step: int) -> torch.Tensor:
-    """The actor weights in the checkpoint of ``step``."""
-    path = Path(t.config.trainer.default_local_dir) / f"global_step_{step}" / "actor" / "engine.pt"
+def _saved(t: Any, step: int, role: str = "actor") -> torch.Tensor:
+    """The actor's (or ``role``'s) weights in the checkpoint of ``step``."""
+    path = Path(_actor_folder(t, step, role)) / "engine.pt"
     return torch.load(path)["model"]["weight"]
 
 
-def _actor_folder(t: Any, step: int) -> str:
-    return os.path.join(t.config.trainer.default_local_dir, f"global_step_{step}", "actor")
+def _actor_folder(t: Any, step: int, role: str = "actor") -> str:
+    return os.path.join(t.config.trainer.default_local_dir, f"global_step_{step}", role)
 
 
 # ---------------------------------------------------------------------- the guard in fit
@@ -312,6 +353,44 @@ def test_fit_rolls_back_on_kl_then_stops_when_rollbacks_are_spent_and_a_restart_
     assert again.actor_rollout_wg.called("load") == [_actor_folder(t, 6)] * 2
 
 
+CRITIC = [
+    "algorithm.adv_estimator=gae",
+    "critic.enable=true",
+    f"critic.optim.lr={CRITIC_LR}",
+    "critic.ppo_mini_batch_size=2",
+]
+
+
+def test_a_rollback_restores_the_critic_and_lowers_its_rate_by_the_actors_factor(
+    make_trainer: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PPO with a critic, checkpoints every 2 steps: step 3's KL fails, so the critic's
+    checkpoint of step 2 comes back with the actor's, and its base rate halves with the
+    actor's; a restarted run sets both lowered rates again."""
+    overrides = [*CRITIC, "trainer.save_freq=2", "trainer.test_freq=-1", "trainer.logger=[console]"]
+    t = make_trainer(*overrides, "trainer.total_training_steps=4")
+    assert t.use_critic
+    scripted_updates(monkeypatch, {1: 0.01, 2: 0.01, 3: 0.05, 4: 0.01})
+    t._load_checkpoint()
+    t.fit(t.agent_loop_manager)
+
+    critic = t.critic_wg
+    role = str(Role.Critic)
+    assert critic.called("load") == [_actor_folder(t, 2, role)]
+    assert critic.called("set_critic_lr") == [CRITIC_LR / 2]
+    assert t.actor_rollout_wg.called("set_actor_lr") == [LR / 2]
+    assert torch.equal(_saved(t, 3, role), _saved(t, 2, role))
+    assert not torch.equal(_saved(t, 4, role), _saved(t, 2, role))  # step 4 trained on
+    assert critic.engine.lr_scheduler.base_lrs == [CRITIC_LR / 2]
+    assert critic.engine.optimizer.param_groups[0]["lr"] == pytest.approx(CRITIC_LR / 2)
+
+    again = make_trainer(*overrides, "trainer.total_training_steps=4")
+    again._load_checkpoint()
+    assert again.global_steps == 4
+    assert again.critic_wg.called("set_critic_lr") == [CRITIC_LR / 2]
+    assert again.critic_wg.engine.lr_scheduler.base_lrs == [CRITIC_LR / 2]
+
+
 # ---------------------------------------------------------------------- the guard after validation
 def test_a_validated_step_is_saved_after_it_passed_and_a_tr_drop_restores_the_last_that_did(
     make_trainer: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
@@ -357,16 +436,21 @@ def test_a_validated_step_is_saved_after_it_passed_and_a_tr_drop_restores_the_la
 
 
 # ---------------------------------------------------------------------- settings and wiring
-def test_the_guarded_trainer_asks_verl_for_the_actor_worker_with_the_lr_call(
+def test_the_guarded_trainer_asks_verl_for_the_workers_with_the_lr_calls(
     make_trainer: Callable[..., Any],
 ) -> None:
-    t = make_trainer()
+    def worker(trainer: Any, role: Role) -> type:
+        return trainer.role_worker_mapping[role].__ray_actor_class__
+
+    t = make_trainer(*CRITIC)
     t._init_resource_pool_mgr()  # verl's resource mapping (no resources are taken)
     [role] = [r for r in t.role_worker_mapping if r in (Role.ActorRollout, Role.ActorRolloutRef)]
-    assert t.role_worker_mapping[role].__ray_actor_class__ is CollabBenchActorWorker
-    unguarded = make_trainer("collab_bench.guard.enabled=false")
+    assert worker(t, role) is CollabBenchActorWorker
+    assert worker(t, Role.Critic) is CollabBenchCriticWorker
+    unguarded = make_trainer(*CRITIC, "collab_bench.guard.enabled=false")
     unguarded._init_resource_pool_mgr()
-    assert unguarded.role_worker_mapping[role].__ray_actor_class__ is ActorRolloutRefWorker
+    assert worker(unguarded, role) is ActorRolloutRefWorker
+    assert worker(unguarded, Role.Critic) is TrainingWorker
 
 
 def test_only_steps_that_updated_the_actor_are_judged_and_their_kl_must_be_there(
@@ -400,6 +484,7 @@ def test_a_missing_checkpoint_is_named(make_trainer: Callable[..., Any]) -> None
         (["trainer.del_local_ckpt_after_load=true"], ValueError, "del_local_ckpt_after_load"),
         (["actor_rollout_ref.actor.checkpoint.async_save=true"], ValueError, "async_save=false"),
         (["actor_rollout_ref.actor.strategy=megatron"], ValueError, r"for \['fsdp', 'fsdp2'\]"),
+        (["critic.enable=true", "critic.strategy=megatron"], ValueError, "critic.strategy="),
     ],
 )
 def test_guard_settings_are_checked_before_start(
