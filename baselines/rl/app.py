@@ -51,117 +51,151 @@ CONSOLE_KEYS = (
 
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run (or resume) the configured training; returns the first and last evaluations."""
-    settings = train_settings(cfg)
-    console = console or Console(width=None if Console().is_terminal else 130)
-    say = console.print if cfg.logger.console else (lambda *_: None)
-    root = Path(cfg.output_dir).resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    container = OmegaConf.to_container(cfg, resolve=True)
-    (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    trainer = Trainer(settings, root, log=say)
-    loggers = MetricLoggers(cfg.logger, root, root.name, container)
-    if loggers.prometheus is not None:
-        console.print(f"Prometheus metrics at {loggers.prometheus.url}")
-    metrics_file = root / "metrics.jsonl"
-    history = continue_history(metrics_file, trainer.saved_step)
-    # Wall time goes on from the checkpoint's, so a resumed run's clock is its compute so far.
-    start = time.perf_counter() - max((r.get("wall_s", 0.0) for r in history), default=0.0)
-    evals = [
-        {k: v for k, v in r.items() if k not in ROW_KEYS} for r in history if r["kind"] == "eval"
-    ]
-    first: dict[str, float] = evals[0] if evals else {}
-    last: dict[str, float] = evals[-1] if evals else {}
-    evaluated_at = -1  # the step whose weights the last evaluation is of
-    for row in history:
-        if row["kind"] == "eval":
-            evaluated_at = row["step"]
-        elif row["kind"] == "guard" and row.get("guard/restore_step") is not None:
-            evaluated_at = -1  # those weights were rolled back
-    guard = trainer.guard if settings.guard.enabled else None
+    return TrainingRun(cfg, console).run()
 
-    def record(kind: str, values: dict[str, Any]) -> None:
-        row = {"kind": kind, "step": trainer.step, "wall_s": time.perf_counter() - start}
-        with metrics_file.open("a") as f:
+
+class TrainingRun:
+    """One training job in its run directory: the trainer, its log (``metrics.jsonl`` and the
+    configured loggers) and, with ``guard.enabled``, the guard's judging, restoring and saving."""
+
+    def __init__(self, cfg: DictConfig, console: Console | None = None) -> None:
+        settings = train_settings(cfg)
+        self.cfg = cfg
+        console = console or Console(width=None if Console().is_terminal else 130)
+        self.say = console.print if cfg.logger.console else (lambda *_: None)
+        self.root = root = Path(cfg.output_dir).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        container = OmegaConf.to_container(cfg, resolve=True)
+        (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        self.trainer = Trainer(settings, root, log=self.say)
+        self.loggers = MetricLoggers(cfg.logger, root, root.name, container)
+        if self.loggers.prometheus is not None:
+            console.print(f"Prometheus metrics at {self.loggers.prometheus.url}")
+        self.metrics_file = root / "metrics.jsonl"
+        history = continue_history(self.metrics_file, self.trainer.saved_step)
+        # Wall time goes on from the checkpoint's, so a resumed run's clock is its compute so far.
+        self.start = time.perf_counter() - max((r.get("wall_s", 0.0) for r in history), default=0)
+        evals = [
+            {k: v for k, v in r.items() if k not in ROW_KEYS}
+            for r in history
+            if r["kind"] == "eval"
+        ]
+        self.first: dict[str, float] = evals[0] if evals else {}
+        self.last: dict[str, float] = evals[-1] if evals else {}
+        self.evaluated_at = -1  # the step whose weights the last evaluation is of
+        for row in history:
+            if row["kind"] == "eval":
+                self.evaluated_at = row["step"]
+            elif row["kind"] == "guard" and row.get("guard/restore_step") is not None:
+                self.evaluated_at = -1  # those weights were rolled back
+        self.guard = self.trainer.guard if settings.guard.enabled else None
+        self.stopped = False  # the guard ended training
+        self.restored_at = -1  # the step whose weights a rollback has just restored
+
+    # ------------------------------------------------------------------ the log
+    def record(self, kind: str, values: dict[str, Any]) -> None:
+        step = self.trainer.step
+        row = {"kind": kind, "step": step, "wall_s": time.perf_counter() - self.start}
+        with self.metrics_file.open("a") as f:
             f.write(json.dumps({**row, **values}) + "\n")
         numbers = {k: v for k, v in values.items() if isinstance(v, int | float)}
-        loggers.log_values(numbers, trainer.step)
+        self.loggers.log_values(numbers, step)
 
-    def evaluate() -> dict[str, float]:
-        values = trainer.evaluate()
-        record("eval", values)
-        say(
-            f"[bold]eval[/bold] step {trainer.step}: SR {values.get('eval/task/SR', 0):.3f} "
-            f"TR {values.get('eval/task/TR', 0):.3f} B {values.get('eval/collab/B', 0):.3f} "
-            f"({cfg.eval.episodes} held-out episodes)"
+    def evaluate(self) -> dict[str, float]:
+        """A held-out evaluation of the current weights, logged."""
+        values = self.trainer.evaluate()
+        self.record("eval", values)
+        self.say(
+            f"[bold]eval[/bold] step {self.trainer.step}: "
+            f"SR {values.get('eval/task/SR', 0):.3f} TR {values.get('eval/task/TR', 0):.3f} "
+            f"B {values.get('eval/collab/B', 0):.3f} ({self.cfg.eval.episodes} held-out episodes)"
         )
         return values
 
-    stopped = False
-    restored_at = -1
-
-    def failed(decision: Decision) -> bool:
+    # ------------------------------------------------------------------ the guard
+    def failed(self, decision: Decision) -> bool:
         """False for a passing decision; otherwise restore the last checkpoint that passed,
         save it at the current step with the new learning rate, and log why."""
-        nonlocal stopped, restored_at
         if decision.passed:
             return False
-        stopped = decision.action == "stop"
-        say(f"[bold red]guard[/bold red] step {decision.step}: {decision.reason}")
-        record("guard", {f"guard/{k}": v for k, v in decision.row().items() if k != "step"})
+        self.stopped = decision.action == "stop"
+        self.say(f"[bold red]guard[/bold red] step {decision.step}: {decision.reason}")
+        self.record("guard", {f"guard/{k}": v for k, v in decision.row().items() if k != "step"})
         if decision.restore_step is not None:
-            trainer.restore(decision.restore_step, decision.lr)
-            trainer.save()
-            restored_at = trainer.step
+            self.trainer.restore(decision.restore_step, decision.lr)
+            self.trainer.save()
+            self.restored_at = self.trainer.step
         return True
 
-    def out_of_time() -> bool:
-        return bool(cfg.max_minutes) and time.perf_counter() - start > 60 * cfg.max_minutes
+    def out_of_time(self) -> bool:
+        minutes = self.cfg.max_minutes
+        return bool(minutes) and time.perf_counter() - self.start > 60 * minutes
 
-    try:
-        if trainer.step == 0 and evaluated_at != 0:
-            first = last = evaluate()
-            evaluated_at = 0
+    # ------------------------------------------------------------------ the job
+    def run(self) -> dict[str, Any]:
+        """Evaluate the start, train to ``cfg.steps`` (or the time budget), evaluate the end,
+        save the final model; returns the first and last evaluations."""
+        trainer = self.trainer
+        try:
+            self._start()
+            self._train()
+            self._finish()
+        finally:
+            self.loggers.close()
+            trainer.close()
+        return {"first": self.first, "final": self.last, "root": self.root, "steps": trainer.step}
+
+    def _start(self) -> None:
+        """The starting weights' evaluation (once), and under the guard their checkpoint."""
+        guard = self.guard
+        if self.trainer.step == 0 and self.evaluated_at != 0:
+            self.first = self.last = self.evaluate()
+            self.evaluated_at = 0
             if guard is not None:
-                failed(guard.check_eval(0, first.get(INDEX_KEY)))  # the first one passes
+                self.failed(guard.check_eval(0, self.first.get(INDEX_KEY)))  # the first passes
         if guard is not None and guard.good_step is None:
-            trainer.save()  # the starting weights: the first checkpoint that passed
-        while trainer.step < cfg.steps and not stopped:
-            if out_of_time():
-                say(f"stopping at step {trainer.step}: max_minutes={cfg.max_minutes} reached")
+            self.trainer.save()  # the starting weights: the first checkpoint that passed
+
+    def _train(self) -> None:
+        """The updates, each judged, evaluated and checkpointed as configured."""
+        cfg, trainer, guard = self.cfg, self.trainer, self.guard
+        while trainer.step < cfg.steps and not self.stopped:
+            if self.out_of_time():
+                self.say(f"stopping at step {trainer.step}: max_minutes={cfg.max_minutes} reached")
                 break
             stats = trainer.train_step()
-            record("train", stats)
-            say(fmt_stats(trainer.step, stats, CONSOLE_KEYS))
+            self.record("train", stats)
+            self.say(fmt_stats(trainer.step, stats, CONSOLE_KEYS))
             # The last step (of the run or of the budget) is evaluated before it is saved.
-            final = trainer.step >= cfg.steps or out_of_time()
-            if guard is not None and failed(guard.check_step(trainer.step, stats[REF_KL])):
+            final = trainer.step >= cfg.steps or self.out_of_time()
+            if guard is not None and self.failed(guard.check_step(trainer.step, stats[REF_KL])):
                 continue
             save = final or trainer.step % cfg.checkpoint_every == 0
             if save and guard is None:
                 trainer.save()  # before the evaluation: a resume point
             if final or (cfg.eval.every and trainer.step % cfg.eval.every == 0):
-                values = evaluate()
+                values = self.evaluate()
                 index = values.get(INDEX_KEY)
-                if guard is not None and failed(guard.check_eval(trainer.step, index)):
+                if guard is not None and self.failed(guard.check_eval(trainer.step, index)):
                     continue
-                last, evaluated_at = values, trainer.step
+                self.last, self.evaluated_at = values, trainer.step
             if save and guard is not None:
                 trainer.save()  # under the guard only weights that passed are saved
-        if evaluated_at != trainer.step:
+
+    def _finish(self) -> None:
+        """Evaluate what stays if the loop did not, save it and write the final model."""
+        trainer, guard = self.trainer, self.guard
+        if self.evaluated_at != trainer.step:
             # Resumed after the last step, out of time after a save, or a rollback ended the
             # loop: evaluate what stays (judged, unless it was just restored).
-            last = evaluate()
-            judged = guard is not None and not stopped and restored_at != trainer.step
-            if judged and failed(trainer.guard.check_eval(trainer.step, last.get(INDEX_KEY))):
-                last = evaluate()  # the restored weights'
+            self.last = self.evaluate()
+            judged = guard is not None and not self.stopped and self.restored_at != trainer.step
+            if judged and self.failed(guard.check_eval(trainer.step, self.last.get(INDEX_KEY))):
+                self.last = self.evaluate()  # the restored weights'
         if trainer.saved_step != trainer.step:
             trainer.save()
-        trainer.policy.save_pretrained(root / "final_model")
+        trainer.policy.save_pretrained(self.root / "final_model")
         if trainer.lora is not None:
             from baselines.rl.sft import save_lora
 
-            save_lora(trainer.policy, root / "final_adapter", trainer.cfg.policy.adapter_out)
-    finally:
-        loggers.close()
-        trainer.close()
-    return {"first": first, "final": last, "root": root, "steps": trainer.step}
+            save_lora(trainer.policy, self.root / "final_adapter", trainer.cfg.policy.adapter_out)
