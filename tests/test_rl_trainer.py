@@ -290,6 +290,46 @@ def test_a_killed_training_process_resumes_where_it_stopped(
     assert clock == sorted(clock)
 
 
+def test_an_evaluation_missed_by_a_kill_after_its_checkpoint_is_made_on_resume(
+    sft_model: Path, tmp_path: Path
+) -> None:
+    """A process killed after saving step 1 and before evaluating it: the resumed run evaluates
+    step 1's weights first, so its log is the uninterrupted run's, evaluation for evaluation."""
+    import shutil
+
+    register_configs()
+    overrides = [*_train_overrides(sft_model, 2), "eval.every=1"]
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        train(compose("train", overrides=[*overrides, f"output_dir={tmp_path / 'full'}"]))
+        killed = tmp_path / "killed"
+        shutil.copytree(tmp_path / "full", killed)
+        # What the kill leaves: step 1's checkpoint, the log up to step 1's training row.
+        (killed / "checkpoints" / "step_2.pt").unlink()
+        rows = (killed / "metrics.jsonl").read_text().splitlines()[:2]
+        assert [(json.loads(r)["kind"], json.loads(r)["step"]) for r in rows] == [
+            ("eval", 0),
+            ("train", 1),
+        ]
+        (killed / "metrics.jsonl").write_text("".join(r + "\n" for r in rows))
+        train(compose("train", overrides=[*overrides, f"output_dir={killed}"]))
+
+    def evals(out: Path) -> dict[int, dict]:
+        rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+        assert [(r["kind"], r["step"]) for r in rows] == [
+            ("eval", 0),
+            ("train", 1),
+            ("eval", 1),
+            ("train", 2),
+            ("eval", 2),
+        ]
+        return {r["step"]: _comparable(r) for r in rows if r["kind"] == "eval"}
+
+    full, resumed = evals(tmp_path / "full"), evals(killed)
+    for row in (*full.values(), *resumed.values()):
+        row.pop("wall_s")
+    assert resumed == full  # the same weights, evaluated on the same held-out episodes
+
+
 def test_a_resumed_history_keeps_the_rows_up_to_its_checkpoint(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
     rows = [

@@ -14,7 +14,9 @@ step, so a resumed run keeps the lowered rate; training goes on from the current
 A resumed run continues the history of its checkpoint: rows logged past it (the steps a killed
 process played after its last checkpoint, played again now) move to ``metrics.abandoned.jsonl``,
 ``wall_s`` goes on from the checkpoint's, and an evaluation already logged at the checkpoint's
-step is not repeated (so running a finished run again adds nothing). A fresh start (no
+step is not repeated (so running a finished run again adds nothing), while one that was due
+there but not logged (the process killed between the checkpoint and its evaluation) is made
+before training goes on. A fresh start (no
 checkpoint, or ``resume=false``) moves every earlier row there.
 """
 
@@ -145,14 +147,29 @@ class TrainingRun:
             trainer.close()
         return {"first": self.first, "final": self.last, "root": self.root, "steps": trainer.step}
 
+    def _eval_due(self, step: int) -> bool:
+        """Whether the periodic evaluation falls on ``step`` (the last step's is the finish's)."""
+        every = self.cfg.eval.every
+        return bool(every) and step % every == 0
+
+    def _evaluation_missed(self, step: int) -> bool:
+        """A resumed checkpoint whose evaluation was due but is not in the log: the process was
+        killed between the two. Without the guard only: under it a checkpoint is saved after
+        its evaluation passed."""
+        due = self.guard is None and 0 < step < self.cfg.steps and self._eval_due(step)
+        return due and self.evaluated_at != step
+
     def _start(self) -> None:
-        """The starting weights' evaluation (once), and under the guard their checkpoint."""
-        guard = self.guard
-        if self.trainer.step == 0 and self.evaluated_at != 0:
+        """The starting weights' evaluation (once), and under the guard their checkpoint; on a
+        resume, a missed evaluation of the checkpoint's weights."""
+        guard, step = self.guard, self.trainer.step
+        if step == 0 and self.evaluated_at != 0:
             self.first = self.last = self.evaluate()
             self.evaluated_at = 0
             if guard is not None:
                 self.failed(guard.check_eval(0, self.first.get(INDEX_KEY)))  # the first passes
+        elif self._evaluation_missed(step):
+            self.last, self.evaluated_at = self.evaluate(), step
         if guard is not None and guard.good_step is None:
             self.trainer.save()  # the starting weights: the first checkpoint that passed
 
@@ -173,7 +190,7 @@ class TrainingRun:
             save = final or trainer.step % cfg.checkpoint_every == 0
             if save and guard is None:
                 trainer.save()  # before the evaluation: a resume point
-            if final or (cfg.eval.every and trainer.step % cfg.eval.every == 0):
+            if final or self._eval_due(trainer.step):
                 values = self.evaluate()
                 index = values.get(INDEX_KEY)
                 if guard is not None and self.failed(guard.check_eval(trainer.step, index)):
