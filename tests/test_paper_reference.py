@@ -17,24 +17,50 @@ from benchmark.reproduce.app import Options, committed_runs, make_table
 from benchmark.reproduce.check import committed_problems
 from benchmark.reproduce.sources import bundle_paths
 from benchmark.reproduce.spec import load_table, table_names
+from benchmark.reproduce.training import curves_path, load_curves, write_curves
 from leaderboard.bundle import read_bundle
 from leaderboard.seed import PAPER_DIR
 from leaderboard.verify import verify_bundle
 
 TABLES = PAPER_DIR / "tables"
-COMMITTED = sorted(p.stem for p in TABLES.glob("*.csv"))
+COMMITTED = sorted(p.stem for p in TABLES.glob("*.csv") if "." not in p.stem)  # the tables
+CURVES = [n for n in COMMITTED if load_table(n).training is not None]  # with learning curves
 BUNDLES = sorted(PAPER_DIR.glob("*.tar.gz"))
 # The tables whose runs are committed (README, "Reproducing the tables"); the others are
 # documented commands whose results are not committed yet.
-EXPECTED = ["comm", "decomposition", "main", "mapthor", "scaling"]
+EXPECTED = ["comm", "decomposition", "main", "mapthor", "rl", "scaling"]
 
 
 def test_the_committed_tables_are_the_expected_ones() -> None:
     assert COMMITTED == EXPECTED
     for name in COMMITTED:
         figure = ("png",) if load_table(name).figure is not None else ()
-        for ext in ("md", "tex", *figure):
+        curves = ("curves.csv", "curves.png") if name in CURVES else ()
+        for ext in ("md", "tex", *figure, *curves):
             assert (TABLES / f"{name}.{ext}").is_file(), f"{name}.{ext} is not committed"
+    stray = (
+        {p.name for p in TABLES.glob("*.csv")}
+        - {f"{n}.csv" for n in COMMITTED}
+        - {f"{n}.curves.csv" for n in CURVES}
+    )
+    assert not stray, f"CSVs of no committed table: {sorted(stray)}"
+
+
+@pytest.mark.parametrize("name", CURVES)
+def test_committed_learning_curves_are_exactly_their_committed_evaluations(
+    name: str, tmp_path: Path
+) -> None:
+    """The curves table is rebuilt from ``<table>.curves.jsonl`` (the training runs' held-out
+    evaluations, committed), and every training run named by the table has its start."""
+    spec = load_table(name)
+    curves = load_curves(curves_path(spec, PAPER_DIR))
+    write_curves(tmp_path, spec, curves)
+    fresh = (tmp_path / f"{name}.curves.csv").read_text()
+    assert fresh == (TABLES / f"{name}.curves.csv").read_text()
+    assert spec.training is not None
+    for label, _ in spec.training.curves:
+        steps = [c["step"] for c in curves if c["series"] == label]
+        assert steps and steps[0] == 0 and steps == sorted(set(steps)), (label, steps)
 
 
 def test_every_committed_bundle_belongs_to_a_table_run() -> None:
@@ -93,17 +119,19 @@ def test_a_short_fresh_run_matches_the_committed_episodes(name: str, tmp_path: P
 
 def test_the_changelog_names_the_committed_tables_as_they_are() -> None:
     """Every change to a committed table comes with a new versioned CHANGELOG entry: the newest
-    ``## Tables vN (date)`` entry lists the sha256 (first 12 hex digits) of each table's CSV."""
+    ``## Tables vN (date)`` entry lists the sha256 (first 12 hex digits) of each table's CSV
+    (and of each learning-curves CSV, as ``<table>.curves``)."""
     text = (PAPER_DIR.parents[2] / "CHANGELOG.md").read_text()
     entries = re.findall(r"^## Tables v(\d+) \((\d{4}-\d{2}-\d{2})\)$", text, re.M)
     assert entries, "CHANGELOG.md has no '## Tables vN (YYYY-MM-DD)' entry"
     versions = [int(v) for v, _ in entries]
     assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
     newest = text.split(f"## Tables v{versions[0]} ", 1)[1].split("\n## ", 1)[0]
-    listed = dict(re.findall(r"^- `(\w+)`: ([0-9a-f]{12})$", newest, re.M))
+    listed = dict(re.findall(r"^- `([\w.]+)`: ([0-9a-f]{12})$", newest, re.M))
+    names = [*COMMITTED, *(f"{n}.curves" for n in CURVES)]
     actual = {
         name: hashlib.sha256((TABLES / f"{name}.csv").read_bytes()).hexdigest()[:12]
-        for name in COMMITTED
+        for name in names
     }
     if listed != actual:
         lines = "\n".join(f"- `{n}`: {h}" for n, h in sorted(actual.items()))
