@@ -354,6 +354,32 @@ def test_a_worker_killed_mid_episode_is_played_again(
     }
 
 
+def test_resuming_with_retry_errors_plays_the_error_rows_again(
+    tmp_path: Path, workers_see_test_teams: None
+) -> None:
+    """A worker that dies once, with no retries left: an error row. Resumed as is, the run
+    keeps it; resumed with ``retry_errors=true`` it sets the row aside and plays the episode
+    again, to the oracle's very trace."""
+    dying = _dying_team(tmp_path, "switch_off_bedroom_v0", times=1)
+    overrides = [*TINY, "workers=2", "reference=false", "retries=0", *dying]
+    first = run(_cfg(tmp_path / "run", *overrides), _quiet())
+    (error,) = [r for r in first["rows"] if r["status"] == "error"]
+    assert "worker died" in error["error"]
+    again = run(_cfg(tmp_path / "run", *overrides), _quiet())
+    assert [r for r in again["rows"] if r["status"] == "error"] == [error]
+    retried = run(_cfg(tmp_path / "run", *overrides, "retry_errors=true"), _quiet())
+    assert sorted(r["status"] for r in retried["rows"]) == ["ok"] * 3
+    set_aside = (tmp_path / "run" / "episodes.errors.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in set_aside] == [error]
+    oracle = run(_cfg(tmp_path / "oracle", *TINY, "workers=0", "reference=false"), _quiet())
+    assert {r["key"].split("/", 1)[1]: r["trace_hash"] for r in retried["rows"]} == {
+        r["key"].split("/", 1)[1]: r["trace_hash"] for r in oracle["rows"]
+    }
+    # Nothing left to set aside: a further run changes nothing.
+    run(_cfg(tmp_path / "run", *overrides, "retry_errors=true"), _quiet())
+    assert (tmp_path / "run" / "episodes.errors.jsonl").read_text().splitlines() == set_aside
+
+
 def test_a_batch_whose_worker_dies_is_split_and_played_again(
     tmp_path: Path, workers_see_test_teams: None
 ) -> None:

@@ -206,6 +206,13 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     (root / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     jobs = build_jobs(cfg)
     _check_task_files(jobs, rundir.rows())
+    if cfg.retry_errors:
+        again = rundir.set_aside_errors()
+        if again:
+            console.print(
+                f"{len(again)} error rows set aside in {rundir.root / 'episodes.errors.jsonl'}; "
+                "playing those episodes again"
+            )
     done = rundir.done()
     todo = [j for j in jobs if j.key not in done]
     manifest = rundir.write_manifest(container, cfg.suite.version, finished=not todo)

@@ -106,6 +106,30 @@ class RunDirectory:
     def done(self) -> set[str]:
         return {r["key"] for r in self.rows()}
 
+    def set_aside_errors(self) -> list[str]:
+        """Move the error rows to ``episodes.errors.jsonl`` (appended, so nothing is lost), so
+        that a resumed run plays those episodes again; returns their keys. An episode whose
+        worker was killed (out of memory, say) is an error of the machine, not of the episode."""
+        if not self.rows_path.exists():
+            return []
+        kept, errors = [], []
+        for line in self.rows_path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn line from a crash (rows() skips it too)
+            (errors if row.get("status") == "error" else kept).append(line)
+        if not errors:
+            return []
+        with (self.root / "episodes.errors.jsonl").open("a") as handle:
+            handle.write("".join(f"{line}\n" for line in errors))
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp = self.rows_path.with_suffix(".part")
+        tmp.write_text("".join(f"{line}\n" for line in kept))
+        os.replace(tmp, self.rows_path)
+        return [json.loads(line)["key"] for line in errors]
+
     def trace_path(self, key: str) -> Path:
         return self.traces / (key.replace("/", "__") + ".json")
 
