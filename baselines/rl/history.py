@@ -4,6 +4,7 @@ checkpoint continues, the others set aside in ``metrics.abandoned.jsonl``."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,5 +37,7 @@ def continue_history(path: Path, step: int | None) -> list[dict[str, Any]]:
     if dropped:
         with path.with_name("metrics.abandoned.jsonl").open("a") as f:
             f.write("".join(line + "\n" for line in dropped))
-        path.write_text("".join(json.dumps(row) + "\n" for row in kept))
+        tmp = path.with_suffix(".part")  # replaced whole: a crash keeps the old log
+        tmp.write_text("".join(json.dumps(row) + "\n" for row in kept))
+        os.replace(tmp, path)
     return kept

@@ -81,9 +81,7 @@ class RunConfig:
     reference_from: str | None = None  # a previous run directory whose one-agent rows serve instead
     replay: bool = False  # write a top-down GIF and an episode.html viewer per episode
     retries: int = 1  # retries of an episode that raises or whose worker dies, before an error row
-    retry_errors: bool = (
-        False  # resuming: set earlier error rows aside and play those episodes again
-    )
+    retry_errors: bool = False  # on resume: set error rows aside and play those episodes again
     batch_episodes: int = 1  # episodes a worker plays at once, their LLM calls batched together
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory (re-running into it resumes)
 

@@ -112,23 +112,18 @@ class RunDirectory:
         worker was killed (out of memory, say) is an error of the machine, not of the episode."""
         if not self.rows_path.exists():
             return []
-        kept, errors = [], []
-        for line in self.rows_path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn line from a crash (rows() skips it too)
-            (errors if row.get("status") == "error" else kept).append(line)
+        errors = [r for r in self.rows() if r.get("status") == "error"]
         if not errors:
             return []
+        kept = [r for r in self.rows() if r.get("status") != "error"]  # a torn line is dropped
         with (self.root / "episodes.errors.jsonl").open("a") as handle:
-            handle.write("".join(f"{line}\n" for line in errors))
+            handle.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in errors))
             handle.flush()
             os.fsync(handle.fileno())
-        tmp = self.rows_path.with_suffix(".part")
-        tmp.write_text("".join(f"{line}\n" for line in kept))
+        tmp = self.rows_path.with_suffix(".part")  # replaced whole: a crash keeps the old file
+        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
         os.replace(tmp, self.rows_path)
-        return [json.loads(line)["key"] for line in errors]
+        return [r["key"] for r in errors]
 
     def trace_path(self, key: str) -> Path:
         return self.traces / (key.replace("/", "__") + ".json")
