@@ -337,3 +337,17 @@ def test_a_shared_runs_bundles_name_the_first_table_holding_it() -> None:
     decomposition = load_table("decomposition")
     assert _owner("main-llm_planner", decomposition) == "main"
     assert _owner("decomposition-free", decomposition) == "decomposition"
+
+
+def test_figures_order_counts_numerically_and_keep_a_runs_colour() -> None:
+    from benchmark.reproduce.render import series_colour, x_order
+
+    # heavy-lift starts at 2 agents, transport at 1: the records' order puts 1 last
+    assert x_order(["2", "3", "8", "1", "2"]) == ["1", "2", "3", "8"]
+    assert x_order(["1", "2", "all"]) == ["1", "2", "all"]
+    rl = load_table("rl")
+    labels = [r.label for r in rl.runs]
+    # the bar chart (every run) and the learning curves (trainers only) colour GRPO alike
+    grpo = f"C{labels.index('GRPO')}"
+    assert series_colour(rl, "GRPO", 0) == series_colour(rl, "GRPO", 1) == grpo
+    assert series_colour(rl, "not a run", 3) == "C3"

@@ -124,6 +124,28 @@ def latex(spec: TableSpec, records: list[Record]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def series_colour(spec: TableSpec, name: Any, position: int) -> str:
+    """A series' colour: the run's place in the table when the series is a run's label (so a
+    run keeps its colour in every figure of the table, its learning curve included), else the
+    series' own place."""
+    labels = [r.label for r in spec.runs]
+    return f"C{labels.index(str(name)) if str(name) in labels else position}"
+
+
+def x_order(values: Any) -> list[Any]:
+    """A figure's x values, each once: in numeric order when all are integers (agent counts,
+    levels), else in the order the records give."""
+    xs = list(dict.fromkeys(values))
+    if all(str(x).lstrip("-").isdigit() for x in xs):
+        xs.sort(key=lambda x: int(str(x)))
+    return xs
+
+
+def outside_legend(ax: Any, **kwargs: Any) -> None:
+    """The legend right of the axes, where it cannot hide a bar or a curve."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kwargs)
+
+
 def figure(path: Path, spec: TableSpec, records: list[Record]) -> bool:
     """The table's figure as PNG; False when the table declares none."""
     fig_spec = spec.figure
@@ -138,10 +160,13 @@ def figure(path: Path, spec: TableSpec, records: list[Record]) -> bool:
     series: dict[str, list[Record]] = {}
     for r in records:
         series.setdefault(r[fig_spec.series], []).append(r)
-    xs = list(dict.fromkeys(r[fig_spec.x] for r in records))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(xs) * max(1, len(series)) / 2), 3.6))
+    xs = x_order(r[fig_spec.x] for r in records)
+    per_x = max(1, len(series)) / 2 if fig_spec.kind == "bar" else 1.0
+    # Room for the bars or points and, right of them, the legend.
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(xs) * per_x) + 2.0, 3.6))
     width = 0.8 / max(1, len(series))
     for i, (name, members) in enumerate(series.items()):
+        colour = series_colour(spec, name, i) if fig_spec.series == "baseline" else f"C{i}"
         at = {r[fig_spec.x]: r[fig_spec.metric] for r in members}
         pos, mean, err_lo, err_hi = [], [], [], []
         for j, x in enumerate(xs):
@@ -154,15 +179,18 @@ def figure(path: Path, spec: TableSpec, records: list[Record]) -> bool:
             mean.append(cell["mean"])
             err_lo.append(max(0.0, cell["mean"] - lo))
             err_hi.append(max(0.0, hi - cell["mean"]))
+        if not pos:  # no value anywhere (e.g. no speedup without a 1-agent reference)
+            continue
+        style = {"yerr": [err_lo, err_hi], "label": str(name), "color": colour}
         if fig_spec.kind == "bar":
-            ax.bar(pos, mean, width, yerr=[err_lo, err_hi], capsize=2, label=str(name))
+            ax.bar(pos, mean, width, capsize=2, **style)
         else:
-            ax.errorbar(pos, mean, yerr=[err_lo, err_hi], capsize=3, marker="o", label=str(name))
-    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+            ax.errorbar(pos, mean, capsize=3, marker="o", **style)
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], fontsize=8)
     ax.set_xlabel(fig_spec.x)
     ax.set_ylabel(f"{fig_spec.metric} (95% interval)")
     ax.set_title(spec.title)
-    ax.legend(fontsize=7, title=fig_spec.series, title_fontsize=7)
+    outside_legend(ax, title=fig_spec.series, title_fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

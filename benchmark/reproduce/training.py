@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.metric_specs import BY_NAME
+from benchmark.reproduce.render import outside_legend, series_colour
 from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import TableSpec, TrainingSpec
 from benchmark.runner.summary import interval_cell
@@ -114,8 +115,8 @@ def write_curves(out_dir: Path, table: TableSpec, curves: list[Curve]) -> list[P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, _ in table.training.curves:
+    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    for i, (label, _) in enumerate(table.training.curves):
         mine = [
             (c["step"], cell)
             for c, cell in cells
@@ -124,15 +125,16 @@ def write_curves(out_dir: Path, table: TableSpec, curves: list[Curve]) -> list[P
         if not mine:
             continue
         steps = [s for s, _ in mine]
-        ax.plot(steps, [cell["mean"] for _, cell in mine], marker="o", label=label)
+        colour = series_colour(table, label, i)
+        ax.plot(steps, [cell["mean"] for _, cell in mine], marker="o", label=label, color=colour)
         lo = [cell["lo"] for _, cell in mine]
         hi = [cell["hi"] for _, cell in mine]
-        ax.fill_between(steps, lo, hi, alpha=0.2)
+        ax.fill_between(steps, lo, hi, alpha=0.2, color=colour)
     ax.set_xlabel("update step")
     ax.set_ylabel("held-out SR (95% exact interval)")
     ax.set_ylim(0, 1)
     ax.set_title(f"{table.title}: learning curves")
-    ax.legend(fontsize=7)
+    outside_legend(ax)
     fig.tight_layout()
     png = out_dir / f"{table.name}.curves.png"
     fig.savefig(png, dpi=120)
