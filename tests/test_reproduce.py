@@ -4,6 +4,8 @@ them, and checked cell by cell; every kind of difference is caught and named."""
 from __future__ import annotations
 
 import csv
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -351,3 +353,29 @@ def test_figures_order_counts_numerically_and_keep_a_runs_colour() -> None:
     grpo = f"C{labels.index('GRPO')}"
     assert series_colour(rl, "GRPO", 0) == series_colour(rl, "GRPO", 1) == grpo
     assert series_colour(rl, "not a run", 3) == "C3"
+
+
+def test_packing_one_run_keeps_the_other_runs_bundles(made: dict, tmp_path: Path) -> None:
+    ref = tmp_path / "ref"
+    shutil.copytree(made["tmp"] / "ref", ref)
+    runs = made["tmp"] / "out" / "runs"
+    heuristic = sorted(ref.glob("tiny-heuristic.*.tar.gz"))
+    assert heuristic
+    for path in heuristic:  # a run not repacked keeps its committed bundle untouched
+        os.utime(path, (0, 0))
+    for path in ref.glob("tiny-random.*.tar.gz"):
+        path.unlink()
+    written = pack_table(made["spec"], runs, ref, only=["tiny-random"])
+    assert written and all(p.name.startswith("tiny-random.") for p in written)
+    assert all(p.stat().st_mtime == 0 for p in heuristic)
+    with pytest.raises(ValueError, match=r"table tiny has no run 'nope'; its runs are \["):
+        pack_table(made["spec"], runs, ref, only=["nope"])
+
+
+def test_the_pack_command_names_a_run_no_table_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from leaderboard.paper import main
+
+    assert main(["--table", "main", "--run", "no-such-run", "--out", str(tmp_path)]) == 2
+    assert "no run 'no-such-run' in table(s) ['main']" in capsys.readouterr().err
