@@ -162,8 +162,9 @@ def figure(path: Path, spec: TableSpec, records: list[Record]) -> bool:
         series.setdefault(r[fig_spec.series], []).append(r)
     xs = x_order(r[fig_spec.x] for r in records)
     per_x = max(1, len(series)) / 2 if fig_spec.kind == "bar" else 1.0
-    # Room for the bars or points and, right of them, the legend.
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(xs) * per_x) + 2.0, 3.6))
+    # Room for the bars or points (at most 12 inches: a wide table's bars get thinner) and, right
+    # of them, the legend.
+    fig, ax = plt.subplots(figsize=(min(12.0, max(6.0, 0.9 * len(xs) * per_x)) + 2.0, 3.6))
     width = 0.8 / max(1, len(series))
     for i, (name, members) in enumerate(series.items()):
         colour = series_colour(spec, name, i) if fig_spec.series == "baseline" else f"C{i}"
