@@ -379,3 +379,16 @@ def test_the_pack_command_names_a_run_no_table_holds(
 
     assert main(["--table", "main", "--run", "no-such-run", "--out", str(tmp_path)]) == 2
     assert "no run 'no-such-run' in table(s) ['main']" in capsys.readouterr().err
+
+
+def test_a_filter_keeping_no_episode_of_a_run_is_an_error(made: dict) -> None:
+    from dataclasses import replace
+
+    tmp, spec = made["tmp"], made["spec"]
+    runs = [read_run_dir(r, tmp / "out" / "runs" / r.id) for r in spec.runs]
+    # the tiny runs are comm on: comm true keeps them whole, comm false would drop both rows
+    assert table_records(replace(spec, where={"comm": True}), runs) == table_records(spec, runs)
+    with pytest.raises(
+        ValueError, match=r"keeps no episode of run\(s\) \['tiny-heuristic', 'tiny-random'\]"
+    ):
+        table_records(replace(spec, where={"comm": False}), runs)

@@ -107,10 +107,18 @@ def summary_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
     rows = [r for run in runs for r in run.labelled()]
     loaders = {run.spec.label: run.load_trace for run in runs}
     groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
+    kept_labels = set()
     for r in with_reference(rows):
         for g in _group_values(r, spec):
             if _kept(g, r, spec):
                 groups[g].append(r)
+                kept_labels.add(r["baseline"])
+    dropped = [run.spec.id for run in runs if run.rows and run.spec.label not in kept_labels]
+    if dropped:
+        raise ValueError(
+            f"table {spec.name}: its filter where={spec.where} keeps no episode of run(s) "
+            f"{dropped} (a value no row has?)"
+        )
     errors = _errors(rows, spec)
     for g in errors:
         groups.setdefault(g, [])

@@ -112,10 +112,11 @@ class RunDirectory:
         worker was killed (out of memory, say) is an error of the machine, not of the episode."""
         if not self.rows_path.exists():
             return []
-        errors = [r for r in self.rows() if r.get("status") == "error"]
+        rows = self.rows()  # a torn line is dropped
+        errors = [r for r in rows if r.get("status") == "error"]
         if not errors:
             return []
-        kept = [r for r in self.rows() if r.get("status") != "error"]  # a torn line is dropped
+        kept = [r for r in rows if r.get("status") != "error"]
         with (self.root / "episodes.errors.jsonl").open("a") as handle:
             handle.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in errors))
             handle.flush()
