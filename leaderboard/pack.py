@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import sys
 import tarfile
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from typing import Any
 import yaml
 
 from benchmark.env import EnvOptions
+from benchmark.paths import write_atomically
 from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
 from leaderboard.bundle import (
     BUNDLE_FORMAT,
@@ -191,11 +191,7 @@ def pack_run(
         "config_hash": run.manifest.get("config_hash", ""),
     }
     data = seal(manifest, members)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".part")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
-    return out
+    return write_atomically(Path(out), data)
 
 
 def _model(run: Run) -> str | None:

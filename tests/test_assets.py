@@ -12,7 +12,7 @@ import pytest
 
 from benchmark import assets
 from benchmark.assets import ALFWORLD, AssetError, fetch_wheel
-from benchmark.paths import cache_dir
+from benchmark.paths import cache_dir, write_atomically
 from benchmark.sim.scene_build import floor_standing, floor_top, inside_footprint
 from benchmark.sim.scene_cache import ensure_scene_assets
 
@@ -62,6 +62,22 @@ def test_the_cache_directory_follows_the_environment(
     monkeypatch.setenv("COLLAB_BENCH_CACHE", str(tmp_path / "elsewhere"))
     assert cache_dir() == (tmp_path / "elsewhere").resolve()
     assert cache_dir(tmp_path / "key") == (tmp_path / "key").resolve()
+
+
+def test_a_write_is_whole_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "rows.jsonl"
+    write_atomically(target, "old\n")
+    write_atomically(target, b"new\n")
+    assert target.read_text() == "new\n"
+
+    def crash(src: object, dst: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("benchmark.paths.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(target, "torn")
+    assert target.read_text() == "new\n"  # the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]  # no temporary left
 
 
 def test_grid_points_inside_floor_standing_furniture_are_removed(

@@ -4,9 +4,10 @@ checkpoint continues, the others set aside in ``metrics.abandoned.jsonl``."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from benchmark.paths import write_atomically
 
 ROW_KEYS = ("kind", "step", "wall_s")  # what every metrics row carries besides its values
 
@@ -37,7 +38,6 @@ def continue_history(path: Path, step: int | None) -> list[dict[str, Any]]:
     if dropped:
         with path.with_name("metrics.abandoned.jsonl").open("a") as f:
             f.write("".join(line + "\n" for line in dropped))
-        tmp = path.with_suffix(".part")  # replaced whole: a crash keeps the old log
-        tmp.write_text("".join(json.dumps(row) + "\n" for row in kept))
-        os.replace(tmp, path)
+        # replaced whole: a crash keeps the old log
+        write_atomically(path, "".join(json.dumps(row) + "\n" for row in kept))
     return kept

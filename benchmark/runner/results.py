@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmark.paths import REPO_ROOT
+from benchmark.paths import REPO_ROOT, write_atomically
 from benchmark.version import __version__
 
 PACKAGES = ("numpy", "hydra-core", "omegaconf", "pettingzoo", "gymnasium", "ray", "torch")
@@ -121,9 +121,8 @@ class RunDirectory:
             handle.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in errors))
             handle.flush()
             os.fsync(handle.fileno())
-        tmp = self.rows_path.with_suffix(".part")  # replaced whole: a crash keeps the old file
-        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
-        os.replace(tmp, self.rows_path)
+        kept_text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept)
+        write_atomically(self.rows_path, kept_text)  # replaced whole: a crash keeps the old file
         return [r["key"] for r in errors]
 
     def trace_path(self, key: str) -> Path:
@@ -133,9 +132,7 @@ class RunDirectory:
         """Write the trace (if any), then append the row; returns the row as written."""
         if trace is not None:
             path = self.trace_path(row["key"])
-            tmp = path.with_suffix(".part")
-            tmp.write_text(json.dumps(trace))
-            os.replace(tmp, path)
+            write_atomically(path, json.dumps(trace))
             row = {**row, "trace_path": str(path.relative_to(self.root))}
         line = (json.dumps(row, sort_keys=True) + "\n").encode()
         with self.rows_path.open("ab+") as handle:

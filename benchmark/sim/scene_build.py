@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 
+from benchmark.paths import write_atomically
 from benchmark.sim.catalog import PLANS_PER_ROOM_TYPE, ROOM_TYPES
 
 SCENE_FORMAT = 2
@@ -200,9 +200,7 @@ def build_scene_files(metadata_json: Path, layouts_dir: Path, out_dir: Path) -> 
             scene = build_scene(name, objects, layout, openable)
             kept_total += len(scene["reachable"])
             removed_total += len(scene["removed_reachable"])
-            tmp = out_dir / f"{name}.json.part"
-            tmp.write_text(json.dumps(scene, separators=(",", ":")))
-            os.replace(tmp, out_dir / f"{name}.json")
+            write_atomically(out_dir / f"{name}.json", json.dumps(scene, separators=(",", ":")))
             names.append(name)
             types[name] = {}
             for o in objects:
