@@ -4,7 +4,7 @@ writes a file so that no reader ever sees half of it."""
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -34,10 +34,12 @@ def write_atomically(path: Path, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` through a temporary file of this process's own, then rename.
 
     A reader, or a second process writing the same path, sees the old file or the whole new one,
-    never a part; a crash mid-write leaves the old file and no stray temporary.
+    never a part; a crash mid-write leaves the old file and no stray temporary. The file gets the
+    permissions a plain write would (0666 less the umask), not a private temporary's 0600.
     """
     path = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data.encode() if isinstance(data, str) else data)

@@ -69,6 +69,10 @@ def test_a_write_is_whole_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     write_atomically(target, "old\n")
     write_atomically(target, b"new\n")
     assert target.read_text() == "new\n"
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    assert target.stat().st_mode == plain.stat().st_mode  # readable as a plain write is
+    plain.unlink()
 
     def crash(src: object, dst: object) -> None:
         raise OSError("disk full")
