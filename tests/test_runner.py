@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -365,7 +367,8 @@ def test_resuming_with_retry_errors_plays_the_error_rows_again(
     first = run(_cfg(tmp_path / "run", *overrides), _quiet())
     (error,) = [r for r in first["rows"] if r["status"] == "error"]
     assert "worker died" in error["error"]
-    again = run(_cfg(tmp_path / "run", *overrides), _quiet())
+    with _no_ray_cluster():  # nothing to play: no cluster is started for nothing
+        again = run(_cfg(tmp_path / "run", *overrides), _quiet())
     assert [r for r in again["rows"] if r["status"] == "error"] == [error]
     retried = run(_cfg(tmp_path / "run", *overrides, "retry_errors=true"), _quiet())
     assert sorted(r["status"] for r in retried["rows"]) == ["ok"] * 3
@@ -376,8 +379,21 @@ def test_resuming_with_retry_errors_plays_the_error_rows_again(
         r["key"].split("/", 1)[1]: r["trace_hash"] for r in oracle["rows"]
     }
     # Nothing left to set aside: a further run changes nothing.
-    run(_cfg(tmp_path / "run", *overrides, "retry_errors=true"), _quiet())
+    with _no_ray_cluster():
+        run(_cfg(tmp_path / "run", *overrides, "retry_errors=true"), _quiet())
     assert (tmp_path / "run" / "episodes.errors.jsonl").read_text().splitlines() == set_aside
+
+
+@contextlib.contextmanager
+def _no_ray_cluster() -> Iterator[None]:
+    import ray
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a Ray cluster was started with no episode to play")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray, "init", refuse)
+        yield
 
 
 def test_a_batch_whose_worker_dies_is_split_and_played_again(

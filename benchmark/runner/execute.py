@@ -84,6 +84,8 @@ def run_on_ray(
     batch: int = 1,
     on_death: OnDeath | None = None,
 ) -> Iterator[dict[str, Any]]:
+    if not jobs:  # a finished run resumed: no cluster to start for nothing
+        return
     import ray
     from ray.exceptions import RayError
 
