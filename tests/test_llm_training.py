@@ -138,6 +138,9 @@ def test_llm_agents_play_and_record_decisions_as_a_training_team(tiny_model: Pat
     assert set(planned.decisions) == {"planner"} and planned.decisions["planner"]
 
 
+# Two whole llm_agents episodes and an update (about 35 s): the team's rollouts are checked
+# above, as are adapters saved and loaded; GRPO updates on the policy team in test_rl_trainer.py.
+@pytest.mark.slow
 def test_a_grpo_step_on_the_llm_agents_team_updates_and_saves_the_adapter(
     tmp_path: Path, tiny_model: Path
 ) -> None:

@@ -249,6 +249,9 @@ def _train_rows(out: Path) -> dict[int, dict]:
     return {r["step"]: _comparable(r) for r in rows if r["kind"] == "train"}
 
 
+# Three training processes, one killed (about 30 s): resuming is checked in process above and
+# for a missed evaluation below; this is the real SIGKILL of a whole training process.
+@pytest.mark.slow
 def test_a_killed_training_process_resumes_where_it_stopped(
     sft_model: Path, tmp_path: Path
 ) -> None:
