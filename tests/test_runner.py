@@ -307,6 +307,11 @@ def test_every_declared_metric_reaches_tensorboard_and_offline_wandb_once(tmp_pa
     assert sorted(by_step) == [1, 2, 3]
     assert _same_rows(list(by_step.values()), expected)
 
+    # run.finish() only tells W&B's service that the run is over; the service writes the last
+    # of the transaction log when its stream closes, which teardown waits for.
+    import wandb
+
+    wandb.teardown()
     runs = list((tmp_path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     logged = history(runs[0])
