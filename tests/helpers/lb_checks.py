@@ -20,9 +20,15 @@ def flag(name: str) -> Path:
     return Path(os.environ[FLAGS]) / name
 
 
-def read_flag(name: str) -> tuple[str, int]:
-    """The key of the episode that misbehaved and the pid of its worker."""
-    key, pid = flag(name).read_text().splitlines()
+def read_flag(name: str, wait_s: float = 30.0) -> tuple[str, int]:
+    """The key of the episode that misbehaved and the pid of its worker. The flag exists from
+    the moment its worker claims it, a moment before it holds both lines: wait for them."""
+    deadline = time.monotonic() + wait_s
+    while len(lines := flag(name).read_text().splitlines()) < 2:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"flag {name} still holds {lines} after {wait_s} s")
+        time.sleep(0.01)
+    key, pid = lines
     return key, int(pid)
 
 
