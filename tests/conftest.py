@@ -9,6 +9,13 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# One pytest-xdist worker per core (PYTEST_WORKERS in the Makefile): torch's default of a thread
+# per core would put every worker's threads on every core, and spinning OpenMP threads that share
+# a core slow each other down several-fold. Set before torch is first imported; the processes a
+# test starts (Ray workers, training runs) inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 from helpers.postgres import PostgresCluster, find_pg_bin
 
