@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.reproduce.app import Options, committed_runs, make_table
+from benchmark.reproduce.build import table_records
 from benchmark.reproduce.check import committed_problems
 from benchmark.reproduce.sources import bundle_paths
 from benchmark.reproduce.spec import load_table, table_names
@@ -82,6 +83,15 @@ def test_a_committed_table_is_rebuilt_exactly_from_its_bundles(name: str) -> Non
     spec = load_table(name)
     problems = committed_problems(spec, committed_runs(spec, PAPER_DIR), TABLES / f"{name}.csv")
     assert problems == [], "\n".join(problems)
+
+
+def test_a_comm_table_filter_keeping_no_episode_of_a_run_is_an_error() -> None:
+    from dataclasses import replace
+
+    spec = load_table("comm")
+    runs = committed_runs(spec, PAPER_DIR)
+    with pytest.raises(ValueError, match=r"keeps no episode of run\(s\) \['comm-llm_agents'\]"):
+        table_records(replace(spec, where={"baseline": "heuristic"}), runs)
 
 
 @pytest.mark.parametrize("path", BUNDLES, ids=lambda p: p.name.split(".")[0])

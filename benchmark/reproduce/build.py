@@ -102,23 +102,29 @@ def _errors(rows: list[Row], spec: TableSpec) -> dict[tuple[str, ...], int]:
     return errors
 
 
-def summary_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
-    """The records of a ``summary`` table (see the module docstring)."""
-    rows = [r for run in runs for r in run.labelled()]
-    loaders = {run.spec.label: run.load_trace for run in runs}
-    groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
-    kept_labels = set()
-    for r in with_reference(rows):
-        for g in _group_values(r, spec):
-            if _kept(g, r, spec):
-                groups[g].append(r)
-                kept_labels.add(r["baseline"])
+def _every_run_kept(spec: TableSpec, runs: Sequence[RunData], kept_labels: set[str]) -> None:
+    """A ``where`` filter that keeps no episode of a run is an error naming the runs, not a row
+    silently missing from the table (a misspelt value, say)."""
     dropped = [run.spec.id for run in runs if run.rows and run.spec.label not in kept_labels]
     if dropped:
         raise ValueError(
             f"table {spec.name}: its filter where={spec.where} keeps no episode of run(s) "
             f"{dropped} (a value no row has?)"
         )
+
+
+def summary_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
+    """The records of a ``summary`` table (see the module docstring)."""
+    rows = [r for run in runs for r in run.labelled()]
+    loaders = {run.spec.label: run.load_trace for run in runs}
+    groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
+    kept_labels: set[str] = set()
+    for r in with_reference(rows):
+        for g in _group_values(r, spec):
+            if _kept(g, r, spec):
+                groups[g].append(r)
+                kept_labels.add(r["baseline"])
+    _every_run_kept(spec, runs, kept_labels)
     errors = _errors(rows, spec)
     for g in errors:
         groups.setdefault(g, [])
@@ -148,6 +154,7 @@ def comm_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
     results = with_reference(rows)
     by = {(_pair_key(r), r["comm"]): r for r in results}
     groups: dict[tuple[str, ...], list[tuple[Row, Row]]] = defaultdict(list)
+    kept_labels: set[str] = set()
     for (key, comm), on in by.items():
         off = by.get((key, False))
         if not comm or off is None:
@@ -155,6 +162,8 @@ def comm_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
         for g in _group_values(on, spec):
             if _kept(g, on, spec):
                 groups[g].append((on, off))
+                kept_labels.add(on["baseline"])
+    _every_run_kept(spec, runs, kept_labels)
     errors = _errors(rows, spec)
     unpaired = [r for r in results if (_pair_key(r), not r["comm"]) not in by]
     if unpaired:
