@@ -3,7 +3,8 @@
 The gzip layer is decoded here rather than by ``tarfile``'s ``r|gz`` mode, so that no read,
 however large a tar header claims to be, decompresses more than the limits allow: every byte
 handed to ``tarfile`` (``r|``, a stream) is counted against the unpacked total and the
-compression ratio. Only regular files with accepted names are kept; links, devices, absolute
+compression ratio. Only plain regular files with accepted names are kept; links, devices, FIFOs,
+sparse and contiguous files (refused from their header, before any content is read), absolute
 names, ``..``, unexpected names and duplicates are refused.
 """
 
@@ -21,6 +22,15 @@ from typing import BinaryIO
 # can compress better than any sane ratio without being a bomb.
 RATIO_FLOOR_BYTES = 1 << 20
 _CHUNK = 1 << 16
+# The one member type read: a plain regular file (tarfile also counts contiguous and sparse
+# files as regular; both are refused).
+_PLAIN_FILE_TYPES = (tarfile.REGTYPE, tarfile.AREGTYPE)
+_SPECIAL_KINDS = {
+    tarfile.CHRTYPE: "a device or special file (character device)",
+    tarfile.BLKTYPE: "a device or special file (block device)",
+    tarfile.FIFOTYPE: "a device or special file (FIFO)",
+    tarfile.CONTTYPE: "a contiguous file",
+}
 
 
 class BundleError(ValueError):
@@ -49,13 +59,19 @@ class Limits:
         max_member_bytes: one member.
         max_members: members of the archive.
         max_ratio: unpacked / compressed bytes (checked beyond ``RATIO_FLOOR_BYTES`` unpacked).
+        max_json_values: JSON values (objects, arrays, keys and scalars) in all the bundle's
+            JSON members together, counted before any is parsed: parsing holds at most about
+            70 bytes per value (measured worst case, nested empty objects), so this bounds
+            the memory of parsing, which the byte limits alone do not (a byte of ``[]`` is
+            tens of bytes of Python objects).
     """
 
     max_bytes: int = 32 << 20
-    max_unpacked_bytes: int = 256 << 20
-    max_member_bytes: int = 32 << 20
+    max_unpacked_bytes: int = 64 << 20
+    max_member_bytes: int = 16 << 20
     max_members: int = 20000
     max_ratio: float = 200.0
+    max_json_values: int = 2_000_000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -151,8 +167,13 @@ def _member_name(
         if name.rstrip("/") in directories:
             return None
         raise BundleError(400, f"member {name!r}", "unexpected directory")
-    if not info.isreg():
-        raise BundleError(400, f"member {name!r}", "a device or special file")
+    # Sparse members count as regular in tarfile, and their holes are never decompressed:
+    # reading one allocates its whole declared size past every ratio check.
+    if info.issparse():
+        raise BundleError(400, f"member {name!r}", "a sparse file")
+    if info.type not in _PLAIN_FILE_TYPES:
+        kind = _SPECIAL_KINDS.get(info.type, f"a member of type {info.type!r}")
+        raise BundleError(400, f"member {name!r}", f"{kind}; only regular files are read")
     if not accept(name):
         raise BundleError(400, f"member {name!r}", f"unexpected name; expected {expected}")
     return name

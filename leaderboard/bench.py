@@ -34,10 +34,9 @@ from sqlalchemy import func, select
 
 from benchmark.bench import bench_env
 from leaderboard import auth, crud
-from leaderboard.bundle import MANIFEST, ROWS, read_bundle
+from leaderboard.bundle import MANIFEST, ROWS, read_bundle, seal
 from leaderboard.db.models import Entry, Submission
 from leaderboard.db.session import open_database
-from leaderboard.pack import seal
 from leaderboard.seed import smoke_bundles
 from leaderboard.settings import load_settings
 from leaderboard.verify import measure

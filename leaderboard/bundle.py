@@ -11,16 +11,30 @@ Members (no others; a ``traces`` directory entry is tolerated):
 
 :func:`read_bundle` reads an upload as a stream and never writes it out
 (:mod:`leaderboard.archive`: size limits, safe names), then checks every checksum and field.
+Every parse is bounded before it starts: the JSON members' values are counted against
+``Limits.max_json_values`` before any is parsed, and ``submission.yaml`` is read without
+anchors or aliases and at most :data:`YAML_MAX_DEPTH` deep. Every object has a closed set of
+fields (an unknown one is refused, named), no JSON object may repeat a key, every number has a
+range, and a refusal never formats more than a few dozen characters of the offending value.
 Refusals raise :class:`BundleError` with an HTTP status and the field path.
+
+:func:`stored_form` is what the server keeps of an accepted bundle: only what it verifies
+(fields about the run that cannot be checked, such as the code version or a row's wall time,
+are dropped).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, fields
+import tarfile
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -37,8 +51,19 @@ SUBMISSION = "submission.yaml"
 TRACES = "traces"
 _TRACE_NAME = re.compile(r"traces/[A-Za-z0-9._:+-]{1,200}\.json")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 SUBMISSION_MAX_BYTES = 65536  # submission.yaml holds a few short fields
+YAML_MAX_DEPTH = 8  # submission.yaml is a flat mapping of scalars; 8 levels is generous
+# Every integer of a bundle fits a signed 64-bit column; reals are finite and below 1e18.
+INT_RANGE = (-(2**63), 2**63 - 1)
+REAL_MAX = 1e18
+# Self-reported figures of submission.yaml: (lowest, highest).
+PARAMETERS_RANGE = (0, 10**13)  # ten trillion parameters
+LLM_TOKENS_RANGE = (0, 10**15)
+WALL_TIME_RANGE = (0.0, 1e8)  # seconds: about three years
+# A team's own statistics in a row (``llm/tokens_in``, ``plan/coverage``): numbers, reported
+# by its agents, not verified, and not kept by the server.
+_STAT_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}/[a-z][a-z0-9_]{0,63}")
+MAX_STATS = 64
 
 
 def trace_member(key: str) -> str:
@@ -51,42 +76,145 @@ def _fail(field: str, message: str) -> BundleError:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and INT_RANGE[0] <= value <= INT_RANGE[1]
+    )
 
 
 def _is_number(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) <= REAL_MAX
+    return _is_int(value)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A short description of an untrusted value for a refusal: a string's first ``limit``
+    characters, a number, or the type of anything else; never a whole repr (a value can be
+    built to make its repr enormous)."""
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value) if abs(value) < 10**21 else f"an integer of {len(str(value))} digits"
+    if isinstance(value, float):
+        return repr(value)
+    return {dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
 
 
 _KINDS = {
     "string": lambda v: isinstance(v, str),
+    "string or null": lambda v: v is None or isinstance(v, str),
     "integer": _is_int,
     "boolean": lambda v: isinstance(v, bool),
+    "number": _is_number,
     "number or null": lambda v: v is None or _is_number(v),
     "object": lambda v: isinstance(v, dict),
     "list": lambda v: isinstance(v, list),
 }
 
 
-def _require(obj: dict[str, Any], spec: dict[str, str], path: str) -> None:
+def _require(obj: dict[str, Any], spec: Mapping[str, str], path: str) -> None:
     """Every field of ``spec`` (name -> kind of :data:`_KINDS`) is in ``obj`` with its kind;
     ``path`` formats a field's name into its path (``"manifest.track.{}"``)."""
     for name, kind in spec.items():
         if name not in obj:
             raise _fail(path.format(name), "missing")
-        if not _KINDS[kind](obj[name]):
-            raise _fail(path.format(name), f"expected {kind}, got {obj[name]!r:.80}")
+        _kind(obj[name], kind, path.format(name))
+
+
+def _kind(value: Any, kind: str, where: str) -> None:
+    if not _KINDS[kind](value):
+        within = " within the documented range" if kind in ("integer", "number") else ""
+        raise _fail(where, f"expected {kind}{within}, got {shown(value)}")
+
+
+def _closed(obj: dict[str, Any], known: Mapping[str, str], path: str, stats: bool = False) -> None:
+    """``obj`` holds only fields of ``known`` (kinds checked when present) and, with ``stats``,
+    at most MAX_STATS numbers named ``<namespace>/<name>``; an unknown field is refused, named."""
+    unknown = []
+    stat_names = 0
+    for name, value in obj.items():
+        if name in known:
+            _kind(value, known[name], path.format(name))
+        elif stats and _STAT_NAME.fullmatch(name):
+            stat_names += 1
+            _kind(value, "number or null", path.format(name))
+        else:
+            unknown.append(name)
+    if unknown:
+        names = ", ".join(shown(n, 40) for n in sorted(unknown)[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise _fail(path.format(unknown[0]), f"unknown field(s) {names}{more}")
+    if stat_names > MAX_STATS:
+        raise _fail(path.format("*"), f"{stat_names} statistics, at most {MAX_STATS}")
 
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's fields, refusing a repeated key: readers disagree on which copy wins,
+    so a trace could say one thing to the verifier and another to a reader."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {shown(repeated, 40)} appears twice in one object")
+    return obj
+
+
+def json_values(data: bytes) -> int:
+    """An upper bound on the JSON values in ``data``: every value but the first follows a
+    ``,``, ``:``, ``[`` or ``{`` (counting those inside strings too only overestimates)."""
+    return data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{") + 1
+
+
 def _json(data: bytes, where: str) -> Any:
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+        return json.loads(
+            data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise _fail(where, f"not valid JSON: {err}") from err
+        raise _fail(where, f"not valid JSON: {str(err)[:200]}") from err
+
+
+class _SubmissionLoader(yaml.SafeLoader):
+    """YAML's safe loader without anchors or aliases (one alias can stand for millions of
+    values) and at most YAML_MAX_DEPTH levels deep (the composer recurses per level)."""
+
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.MarkedYAMLError(
+                problem="anchors and aliases are not accepted", problem_mark=event.start_mark
+            )
+        if self.depth >= YAML_MAX_DEPTH:
+            raise yaml.MarkedYAMLError(
+                problem=f"nested more than {YAML_MAX_DEPTH} levels deep",
+                problem_mark=event.start_mark,
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def load_submission_yaml(data: bytes) -> Any:
+    """Parse ``submission.yaml`` under the bounds of :class:`_SubmissionLoader`; BundleError
+    (422 naming the file, 413 past SUBMISSION_MAX_BYTES) on anything else."""
+    if len(data) > SUBMISSION_MAX_BYTES:
+        raise BundleError(413, SUBMISSION, f"larger than {SUBMISSION_MAX_BYTES} bytes")
+    try:
+        return yaml.load(data.decode("utf-8"), Loader=_SubmissionLoader)
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
+        raise _fail(SUBMISSION, f"not valid YAML: {str(err)[:300]}") from err
 
 
 @dataclass(frozen=True)
@@ -97,11 +225,15 @@ class Submission:
         method: the method's name (at most 100 characters, one line).
         description: what it does (at most 2000 characters).
         model: the model it runs, if any (at most 200 characters, one line).
-        parameters: the model's parameter count, if known.
+        parameters: the model's parameter count, if known (0 to 10^13).
         code_url: an http(s) link to the code.
         paper_url: an http(s) link to the paper.
-        llm_tokens: LLM tokens the submitted episodes used (prompt + generated), as reported.
-        wall_time_s: wall time the submitted episodes took, seconds, as reported.
+        llm_tokens: LLM tokens the submitted episodes used (prompt + generated), as reported
+            (0 to 10^15).
+        wall_time_s: wall time the submitted episodes took, seconds, as reported (0 to 10^8).
+
+    One-line fields refuse control characters and Unicode format characters (category Cf:
+    bidirectional overrides, zero-width spaces), which can make one name render as another.
     """
 
     method: str
@@ -114,46 +246,49 @@ class Submission:
     paper_url: str | None = None
 
     def __post_init__(self) -> None:
-        field = f"{SUBMISSION}."
+        where = f"{SUBMISSION}."
         for name, limit in (("method", 100), ("description", 2000), ("model", 200)):
             value = getattr(self, name)
             if value is None and name == "model":
                 continue
             if not isinstance(value, str) or len(value) > limit:
-                raise _fail(field + name, f"expected a string of at most {limit} characters")
-            if name != "description" and _CONTROL.search(value):
-                raise _fail(field + name, "expected one line without control characters")
+                raise _fail(
+                    where + name,
+                    f"expected a string of at most {limit} characters, got {shown(value)}",
+                )
+            if name != "description":
+                _one_line(value, where + name)
         if not self.method.strip():
-            raise _fail(field + "method", "must not be empty")
-        if self.parameters is not None and (not _is_int(self.parameters) or self.parameters < 0):
-            raise _fail(field + "parameters", "expected a non-negative integer or null")
-        if not _is_int(self.llm_tokens) or self.llm_tokens < 0:
-            raise _fail(field + "llm_tokens", "expected a non-negative integer")
-        if not _is_number(self.wall_time_s) or self.wall_time_s < 0:
-            raise _fail(field + "wall_time_s", "expected a non-negative number of seconds")
+            raise _fail(where + "method", "must not be empty")
+        _in_range(self.llm_tokens, "integer", LLM_TOKENS_RANGE, where + "llm_tokens")
+        _in_range(self.wall_time_s, "number", WALL_TIME_RANGE, where + "wall_time_s")
+        if self.parameters is not None:
+            _in_range(self.parameters, "integer", PARAMETERS_RANGE, where + "parameters")
         for name in ("code_url", "paper_url"):
             url = getattr(self, name)
             if url is None:
                 continue
-            parts = urlsplit(url) if isinstance(url, str) else None
+            parts = urlsplit(url) if isinstance(url, str) and len(url) <= 500 else None
             if (
                 parts is None
                 or parts.scheme not in ("http", "https")
                 or not parts.netloc
-                or len(url) > 500
                 or re.search(r"[\s\x00-\x1f\x7f]", url)
+                or any(unicodedata.category(c) == "Cf" for c in url)
             ):
-                raise _fail(field + name, f"expected an http(s) URL, got {url!r:.80}")
+                raise _fail(where + name, f"expected an http(s) URL, got {shown(url)}")
 
     @classmethod
     def from_dict(cls, data: Any) -> Submission:
         """Validate a parsed ``submission.yaml``; BundleError names the field."""
         if not isinstance(data, dict):
-            raise _fail(SUBMISSION, "expected a mapping of fields")
+            raise _fail(SUBMISSION, f"expected a mapping of fields, got {shown(data)}")
         valid = [f.name for f in fields(cls)]
-        unknown = sorted(str(k) for k in data if k not in valid)
+        unknown = sorted(shown(k, 40) for k in data if k not in valid)
         if unknown:
-            raise _fail(SUBMISSION, f"unknown field(s) {unknown}; valid fields are {valid}")
+            raise _fail(
+                SUBMISSION, f"unknown field(s) [{', '.join(unknown[:5])}]; valid fields are {valid}"
+            )
         for name in ("method", "llm_tokens", "wall_time_s"):
             if name not in data:
                 raise _fail(f"{SUBMISSION}.{name}", "missing")
@@ -161,6 +296,29 @@ class Submission:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _one_line(value: str, where: str) -> None:
+    """``value`` holds no control or format (Cf) character; the refusal names the first."""
+    for c in value:
+        category = unicodedata.category(c)
+        if category in ("Cc", "Cf"):
+            kind = "a control" if category == "Cc" else "a Unicode format (Cf)"
+            raise _fail(
+                where,
+                f"expected one line without control or format characters; holds {kind} "
+                f"character U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})",
+            )
+
+
+def _in_range(value: Any, kind: str, bounds: tuple[float, float], where: str) -> None:
+    lo, hi = bounds
+    if not _KINDS[kind](value) or not lo <= value <= hi:
+        raise _fail(
+            where,
+            f"expected {'an integer' if kind == 'integer' else 'a number'} "
+            f"from {lo:g} to {hi:g}, got {shown(value)}",
+        )
 
 
 @dataclass(frozen=True)
@@ -173,6 +331,8 @@ class Bundle:
         traces: row key -> its trace.
         submission: ``submission.yaml`` (the fields of :class:`Submission`).
         sha256: of the whole archive as uploaded (hex).
+        trace_members: member name -> the trace's bytes as uploaded (what :func:`stored_form`
+            keeps).
     """
 
     manifest: dict[str, Any]
@@ -180,6 +340,7 @@ class Bundle:
     traces: dict[str, dict[str, Any]]
     submission: dict[str, Any]
     sha256: str
+    trace_members: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def track(self) -> Track:
@@ -201,10 +362,10 @@ _MANIFEST_FIELDS = {
     "suite_version": "string",
     "track": "object",
     "baseline": "string",
-    "code_version": "string",
-    "config_hash": "string",
     "members": "object",
 }
+# About the run that made the bundle; the server cannot check them and does not keep them.
+_MANIFEST_RUN_FIELDS = {"code_version": "string", "config_hash": "string"}
 _TRACK_FIELDS = {
     "n_agents": "integer",
     "comm": "boolean",
@@ -227,6 +388,25 @@ ROW_FIELDS = {
     "trace_hash": "string",
     **dict.fromkeys(METRIC_NAMES, "number or null"),
 }
+# Optional row fields the server checks: per-agent credit (recomputed with the metrics), and
+# the task's family, MAP-THOR level and version (against the server's task registry).
+ROW_CHECKED_FIELDS = {
+    "credited": "list",
+    "family": "string",
+    "level": "integer",
+    "task_version": "integer",
+}
+# Optional row fields about the run (its bookkeeping and timing): not checkable, not kept.
+ROW_RUN_FIELDS = {
+    "attempts": "integer",
+    "wall_s": "number",
+    "trace_path": "string",
+    "code_version": "string",
+    "config_hash": "string",
+    "task_file": "string",
+    "task_sha256": "string",
+}
+_ROW_KNOWN = {**ROW_FIELDS, **ROW_CHECKED_FIELDS, **ROW_RUN_FIELDS}
 _TRACE_FIELDS = {
     "format": "integer",
     "config": "object",
@@ -235,6 +415,16 @@ _TRACE_FIELDS = {
     "final": "object",
     "trace_hash": "string",
 }
+# The rest of a trace's body, as benchmark.env.trace records it (its hash covers them all).
+_TRACE_BODY_FIELDS = {
+    "versions": "object",
+    "instruction": "string",
+    "initially_satisfied": "list",
+    "skills": "list",
+    "messages": "list",
+    "ticks": "list",
+    "atoms": "list",
+}
 _CONFIG_FIELDS = {
     "task": "string",
     "scene": "string",
@@ -242,6 +432,7 @@ _CONFIG_FIELDS = {
     "seed": "integer",
     "options": "object",
 }
+_CONFIG_OPTIONAL = {"task_file": "object"}  # a task outside the registry (verify refuses it)
 
 
 def _manifest(contents: dict[str, bytes]) -> dict[str, Any]:
@@ -250,22 +441,28 @@ def _manifest(contents: dict[str, bytes]) -> dict[str, Any]:
         raise _fail(MANIFEST, "expected a JSON object")
     _require(manifest, _MANIFEST_FIELDS, "manifest.{}")
     if manifest["format"] != BUNDLE_FORMAT:
-        raise _fail("manifest.format", f"expected {BUNDLE_FORMAT}, got {manifest['format']}")
+        raise _fail("manifest.format", f"expected {BUNDLE_FORMAT}, got {shown(manifest['format'])}")
     if "challenge" not in manifest:
         raise _fail("manifest.challenge", "missing (null when the suite has no challenge)")
     if manifest["challenge"] is not None and not isinstance(manifest["challenge"], str):
         raise _fail("manifest.challenge", "expected a challenge id or null")
+    _closed(
+        manifest,
+        {**_MANIFEST_FIELDS, **_MANIFEST_RUN_FIELDS, "challenge": "string or null"},
+        "manifest.{}",
+    )
     _require(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
+    _closed(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
     track_of_manifest(manifest)
     members = manifest["members"]
     for name, digest in members.items():
         if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-            raise _fail(f"manifest.members.{name}", "expected a sha256 hex digest")
+            raise _fail(f"manifest.members.{shown(name, 80)}", "expected a sha256 hex digest")
     present = set(contents) - {MANIFEST}
     for name in sorted(present - set(members)):
         raise _fail("manifest.members", f"{name} is in the archive but not listed")
     for name in sorted(set(members) - present):
-        raise _fail(f"manifest.members.{name}", "listed but not in the archive")
+        raise _fail(f"manifest.members.{shown(name, 80)}", "listed but not in the archive")
     for name in sorted(present):
         actual = hashlib.sha256(contents[name]).hexdigest()
         if actual != members[name]:
@@ -287,10 +484,11 @@ def _rows(data: bytes) -> list[dict[str, Any]]:
         if not isinstance(row, dict):
             raise _fail(where, "expected a JSON object")
         _require(row, ROW_FIELDS, f"{where}: field '{{}}'")
+        _closed(row, _ROW_KNOWN, f"{where}: field '{{}}'", stats=True)
         if row["status"] != "ok":
             raise _fail(
                 f"{where}: field 'status'",
-                f"{row['status']!r}: only finished episodes (status ok) can be submitted",
+                f"{shown(row['status'])}: only finished episodes (status ok) can be submitted",
             )
         rows.append(row)
     if not rows:
@@ -303,16 +501,32 @@ def _trace(data: bytes, name: str) -> dict[str, Any]:
     if not isinstance(trace, dict):
         raise _fail(name, "expected a JSON object")
     _require(trace, _TRACE_FIELDS, f"{name}: field '{{}}'")
+    _closed(trace, {**_TRACE_FIELDS, **_TRACE_BODY_FIELDS}, f"{name}: field '{{}}'")
     _require(trace["config"], _CONFIG_FIELDS, f"{name}: field 'config.{{}}'")
+    _closed(trace["config"], {**_CONFIG_FIELDS, **_CONFIG_OPTIONAL}, f"{name}: field 'config.{{}}'")
     return trace
+
+
+def _count_json(contents: dict[str, bytes], limits: Limits) -> None:
+    """Refuse (413) a bundle whose JSON members could hold more than
+    ``limits.max_json_values`` values, before any is parsed."""
+    values = sum(json_values(data) for name, data in contents.items() if name != SUBMISSION)
+    if values > limits.max_json_values:
+        raise BundleError(
+            413,
+            "archive",
+            f"its JSON members hold up to {values} values, more than the limit of "
+            f"{limits.max_json_values} (max_json_values)",
+        )
 
 
 def read_bundle(stream: BinaryIO, limits: Limits | None = None) -> Bundle:
     """Read and check a bundle from a binary stream, never writing it anywhere.
 
-    Checks, in order: size limits while decompressing, member names and kinds, the manifest's
-    fields and every member's sha256, the rows' fields, ``submission.yaml``, and that rows and
-    traces pair up one to one. Raises BundleError (status, field path) on the first refusal.
+    Checks, in order: size limits while decompressing, member names and kinds, the JSON
+    members' values against ``limits.max_json_values``, the manifest's fields and every
+    member's sha256, the rows' fields, ``submission.yaml``, and that rows and traces pair up
+    one to one. Raises BundleError (status, field path) on the first refusal.
     """
     limits = limits or Limits()
     contents, sha256 = read_members(
@@ -325,16 +539,12 @@ def read_bundle(stream: BinaryIO, limits: Limits | None = None) -> Bundle:
     for name in (MANIFEST, ROWS, SUBMISSION):
         if name not in contents:
             raise _fail(name, "missing from the archive")
+    _count_json(contents, limits)
     manifest = _manifest(contents)
     rows = _rows(contents[ROWS])
-    if len(contents[SUBMISSION]) > SUBMISSION_MAX_BYTES:
-        raise BundleError(413, SUBMISSION, f"larger than {SUBMISSION_MAX_BYTES} bytes")
-    try:
-        raw = yaml.safe_load(contents[SUBMISSION].decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise _fail(SUBMISSION, f"not valid YAML: {err}") from err
-    submission = Submission.from_dict(raw).to_dict()
+    submission = Submission.from_dict(load_submission_yaml(contents[SUBMISSION])).to_dict()
     traces: dict[str, dict[str, Any]] = {}
+    trace_members: dict[str, bytes] = {}
     paired = set()
     for number, row in enumerate(rows, 1):
         name = trace_member(row["key"])
@@ -343,6 +553,59 @@ def read_bundle(stream: BinaryIO, limits: Limits | None = None) -> Bundle:
         paired.add(name)
         if row["key"] not in traces:
             traces[row["key"]] = _trace(contents[name], name)
+            trace_members[name] = contents[name]
     for name in sorted(n for n in contents if n.startswith(f"{TRACES}/") and n not in paired):
         raise _fail(name, f"no row of {ROWS} has this trace")
-    return Bundle(manifest, rows, traces, submission, sha256)
+    return Bundle(manifest, rows, traces, submission, sha256, trace_members)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def tar_bytes(members: dict[str, bytes]) -> bytes:
+    """A gzip'd tar of ``members`` in order, with fixed times and owners (same input, same
+    bytes)."""
+    raw = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def seal(manifest: dict[str, Any], members: dict[str, bytes]) -> bytes:
+    """The bundle of ``members`` (name -> content, manifest excluded) with ``manifest``, its
+    ``members`` field set to their sha256."""
+    manifest = {
+        **manifest,
+        "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
+    }
+    return tar_bytes({MANIFEST: json.dumps(manifest, indent=1).encode(), **members})
+
+
+# The row fields the server keeps: those it checks against its registry or recomputes.
+STORED_ROW_FIELDS = (*ROW_FIELDS, *ROW_CHECKED_FIELDS)
+
+
+def stored_form(bundle: Bundle) -> bytes:
+    """The bundle the server keeps (and serves) for an accepted upload: the manifest without
+    the run's code version and config hash, each row with only :data:`STORED_ROW_FIELDS`
+    (the metrics still as submitted until the replays verify them), every trace as uploaded
+    (the replay verifies all of it), and ``submission.yaml`` written again from its validated
+    fields. The same content always gives the same bytes."""
+    manifest = {k: v for k, v in bundle.manifest.items() if k not in _MANIFEST_RUN_FIELDS}
+    manifest.pop("members", None)
+    rows = "".join(
+        json.dumps({k: r[k] for k in STORED_ROW_FIELDS if k in r}) + "\n" for r in bundle.rows
+    )
+    members = {
+        ROWS: rows.encode(),
+        **bundle.trace_members,
+        SUBMISSION: yaml.safe_dump(bundle.submission, sort_keys=False).encode(),
+    }
+    return seal(manifest, members)

@@ -11,12 +11,9 @@ The LLM tokens and wall time of ``submission.yaml`` are summed from the packed r
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
-import io
 import json
 import sys
-import tarfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -29,10 +26,10 @@ from benchmark.paths import write_atomically
 from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
 from leaderboard.bundle import (
     BUNDLE_FORMAT,
-    MANIFEST,
     ROWS,
     SUBMISSION,
     Submission,
+    seal,
     trace_member,
 )
 from leaderboard.tracks import Run, Track, expected_episodes, load_suite, read_run, tracks_of_run
@@ -112,32 +109,6 @@ def _episodes(
             "must have finished under the track's options): " + "; ".join(problems)
         )
     return out
-
-
-def _tar_bytes(members: dict[str, bytes]) -> bytes:
-    """A gzip'd tar of ``members`` in order, with fixed times and owners (same input, same
-    bytes)."""
-    raw = io.BytesIO()
-    with (
-        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
-        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
-    ):
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
-
-
-def seal(manifest: dict[str, Any], members: dict[str, bytes]) -> bytes:
-    """The bundle of ``members`` (name -> content, manifest excluded) with ``manifest``, its
-    ``members`` field set to their sha256."""
-    manifest = {
-        **manifest,
-        "members": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
-    }
-    return _tar_bytes({MANIFEST: json.dumps(manifest, indent=1).encode(), **members})
 
 
 def pack_run(

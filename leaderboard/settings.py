@@ -58,17 +58,24 @@ class Settings:
         metadata=_help("memory limit of a verification worker process (MiB of address space)"),
     )
     max_upload_mb: float = field(
-        default=64.0, metadata=_help("largest accepted upload (MiB); larger ones get 413")
+        default=32.0, metadata=_help("largest accepted upload (MiB); larger ones get 413")
     )
     max_unpacked_mb: float = field(
-        default=1024.0, metadata=_help("largest total unpacked size of a bundle (MiB)")
+        default=64.0, metadata=_help("largest total unpacked size of a bundle (MiB)")
     )
     max_member_mb: float = field(
-        default=64.0, metadata=_help("largest unpacked member of a bundle (MiB)")
+        default=16.0, metadata=_help("largest unpacked member of a bundle (MiB)")
     )
     max_members: int = field(default=10000, metadata=_help("most members in a bundle"))
     max_ratio: float = field(
         default=200.0, metadata=_help("largest unpacked / compressed size ratio of a bundle")
+    )
+    max_json_values: int = field(
+        default=2_000_000,
+        metadata=_help(
+            "most JSON values in a bundle, counted before parsing (about 70 bytes of memory "
+            "each at worst; the largest reference bundle holds 0.7 million)"
+        ),
     )
     challenge_lifetime_h: float = field(
         default=72.0, metadata=_help("hours a challenge stays valid after issue")
@@ -110,6 +117,7 @@ class Settings:
             "max_member_mb",
             "max_members",
             "max_ratio",
+            "max_json_values",
             "challenge_lifetime_h",
             "challenge_scenes",
             "submissions_per_hour",
@@ -145,6 +153,7 @@ class Settings:
             max_member_bytes=int(self.max_member_mb * mib),
             max_members=self.max_members,
             max_ratio=self.max_ratio,
+            max_json_values=self.max_json_values,
         )
 
     @property
