@@ -56,6 +56,8 @@ YAML_MAX_DEPTH = 8  # submission.yaml is a flat mapping of scalars; 8 levels is 
 # Every integer of a bundle fits a signed 64-bit column; reals are finite and below 1e18.
 INT_RANGE = (-(2**63), 2**63 - 1)
 REAL_MAX = 1e18
+MAX_FIELD_CHARS = 1000  # a name, key, id or version in a manifest, row or trace config
+MAX_TEXT_CHARS = 100_000  # a trace's instruction
 # Self-reported figures of submission.yaml: (lowest, highest).
 PARAMETERS_RANGE = (0, 10**13)  # ten trillion parameters
 LLM_TOKENS_RANGE = (0, 10**15)
@@ -105,8 +107,9 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 _KINDS = {
-    "string": lambda v: isinstance(v, str),
-    "string or null": lambda v: v is None or isinstance(v, str),
+    "string": lambda v: isinstance(v, str) and len(v) <= MAX_FIELD_CHARS,
+    "string or null": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_FIELD_CHARS),
+    "text": lambda v: isinstance(v, str) and len(v) <= MAX_TEXT_CHARS,
     "integer": _is_int,
     "boolean": lambda v: isinstance(v, bool),
     "number": _is_number,
@@ -127,7 +130,13 @@ def _require(obj: dict[str, Any], spec: Mapping[str, str], path: str) -> None:
 
 def _kind(value: Any, kind: str, where: str) -> None:
     if not _KINDS[kind](value):
-        within = " within the documented range" if kind in ("integer", "number") else ""
+        within = {
+            "integer": " within the documented range",
+            "number": " within the documented range",
+            "string": f" of at most {MAX_FIELD_CHARS} characters",
+            "string or null": f" of at most {MAX_FIELD_CHARS} characters",
+            "text": f" of at most {MAX_TEXT_CHARS} characters",
+        }.get(kind, "")
         raise _fail(where, f"expected {kind}{within}, got {shown(value)}")
 
 
@@ -418,7 +427,7 @@ _TRACE_FIELDS = {
 # The rest of a trace's body, as benchmark.env.trace records it (its hash covers them all).
 _TRACE_BODY_FIELDS = {
     "versions": "object",
-    "instruction": "string",
+    "instruction": "text",
     "initially_satisfied": "list",
     "skills": "list",
     "messages": "list",

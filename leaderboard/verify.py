@@ -28,7 +28,7 @@ from benchmark.env import make_env, replay, trace_hash
 from benchmark.metrics import episode_metrics
 from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
 from benchmark.tasks import load_task
-from leaderboard.bundle import Bundle, BundleError, read_bundle
+from leaderboard.bundle import Bundle, BundleError, read_bundle, shown
 from leaderboard.tracks import EpisodeRef, Track, expected_episodes, load_suite
 
 
@@ -102,7 +102,7 @@ def _same(a: Any, b: Any) -> bool:
 def _diff(path: str, got: Any, want: Any) -> list[str]:
     """Field-by-field differences of a submitted value from the expected one."""
     if not isinstance(want, dict) or not isinstance(got, dict):
-        return [] if _same(got, want) else [f"{path}: {got!r} != {want!r}"]
+        return [] if _same(got, want) else [f"{path}: {shown(got)} != {want!r}"]
     out = []
     for name in want:
         if name not in got:
@@ -113,10 +113,10 @@ def _diff(path: str, got: Any, want: Any) -> list[str]:
         if name == "task_file" and path == "config":
             out.append(
                 f"config.task_file: the task comes from a file outside the registry "
-                f"({got[name]!r:.120}); out-of-tree tasks are not eligible for the board"
+                f"({shown(got[name])}); out-of-tree tasks are not eligible for the board"
             )
         elif name not in want:
-            out.append(f"{path}.{name}: not expected")
+            out.append(f"{path}.{shown(name, 40)}: not expected")
     return out
 
 
@@ -135,10 +135,23 @@ def _identity(ref: EpisodeRef, track: Track, row: dict[str, Any], trace: dict) -
         "trace_hash": trace.get("trace_hash"),
     }
     return [
-        f"{name}: {row.get(name)!r} != {value!r}"
+        f"{name}: {shown(row.get(name))} != {shown(value)}"
         for name, value in want.items()
         if not _same(row.get(name), value)
     ]
+
+
+def _checklist_difference(got: Any, want: list[dict[str, Any]]) -> str:
+    """Where a trace's checklist departs from the one the server grounds for the episode."""
+    if not isinstance(got, list) or len(got) != len(want):
+        count = len(got) if isinstance(got, list) else shown(got)
+        return f"checklist: {count} atoms != {len(want)} (the episode's checklist)"
+    atom = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
+    submitted = got[atom].get("key") if isinstance(got[atom], dict) else got[atom]
+    return (
+        f"checklist[{atom}]: {shown(submitted)} != {want[atom]['key']!r} (the trace's checklist "
+        "is not the episode's)"
+    )
 
 
 def verify_episode(
@@ -167,9 +180,14 @@ def verify_episode(
     # A forged trace can break the replay in any way; that is a rejection, not a server error.
     except Exception as err:
         return rejected([f"replay: the decisions do not replay: {type(err).__name__}: {err}"])
+    if result.checklist != trace["checklist"]:
+        return rejected([_checklist_difference(trace["checklist"], result.checklist)])
     if not result.checklist_matches:
         return rejected(
-            [f"final.satisfied: {trace['final'].get('satisfied')} != replayed {result.satisfied}"]
+            [
+                f"final.satisfied: {shown(trace['final'].get('satisfied'))} != replayed "
+                f"{result.satisfied}"
+            ]
         )
     if not result.hash_matches:
         return rejected(
@@ -177,7 +195,7 @@ def verify_episode(
         )
     metrics = episode_metrics(trace)
     reasons = [
-        f"{name}: {row.get(name)!r} != {value!r}"
+        f"{name}: {shown(row.get(name))} != {value!r}"
         for name, value in metrics.items()
         if name not in row or row[name] != value
     ]
@@ -186,7 +204,33 @@ def verify_episode(
     return EpisodeCheck(key, True, (), metrics, recorded)
 
 
-def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[str], list[Any]]:
+def _registry_fields(row: dict[str, Any]) -> list[str]:
+    """The row's optional task fields (family, level, version) against the server's registry."""
+    task = load_task(row["task"])
+    level = task.source.level if task.source is not None else None
+    want = {"family": task.family, "level": level, "task_version": task.version}
+    return [
+        f"{name}: {shown(row[name])} != {want[name]!r} (the task registry's)"
+        for name in want
+        if name in row and not _same(row[name], want[name])
+    ]
+
+
+def _track_fields(track: Track, challenge: str | None, trace: dict[str, Any]) -> list[str]:
+    """The trace config's team size and track options against the manifest's track (checked
+    before any replay: a trace of another track is refused at once)."""
+    options = trace["config"]["options"]
+    want = {**track.options, "challenge": challenge}
+    return [
+        f"config.options.{name}: {shown(options.get(name))} != {value!r} (the manifest's track)"
+        for name, value in want.items()
+        if not _same(options.get(name), value)
+    ]
+
+
+def _match(
+    bundle: Bundle, refs: list[EpisodeRef], hidden: bool, challenge: str | None
+) -> tuple[list[str], list[Any]]:
     """Pair the bundle's rows with the track's episodes: (reasons, [(ref, row, trace)])."""
     baseline = bundle.manifest["baseline"]
     expected = set(refs)
@@ -204,7 +248,8 @@ def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[s
         keys.add(key)
         if row["baseline"] != baseline:
             reasons.append(
-                f"episode {key}: baseline {row['baseline']!r} is not the manifest's {baseline!r}"
+                f"episode {key}: baseline {shown(row['baseline'])} is not the manifest's "
+                f"{shown(baseline)}"
             )
             continue
         ref = EpisodeRef.of_row(row, with_scene=hidden or row.get("task") in pinned)
@@ -220,6 +265,11 @@ def _match(bundle: Bundle, refs: list[EpisodeRef], hidden: bool) -> tuple[list[s
         trace = bundle.traces.get(key)
         if trace is None:
             reasons.append(f"episode {key}: no trace")
+            continue
+        wrong = _registry_fields(row) + _track_fields(bundle.track, challenge, trace)
+        if wrong:
+            matched[ref] = key  # present, but wrong: not also reported missing
+            reasons += [f"episode {key}: {w}" for w in wrong]
             continue
         digest = str(trace.get("trace_hash"))
         if digest in hashes:
@@ -271,12 +321,12 @@ def plan(bundle: Bundle, challenge: Challenge | None = None) -> Plan:
     except ValueError as err:
         return rejected([f"track {track.key}: {err}"])
     if claimed != cid:
-        return rejected([f"manifest.challenge: {claimed!r} != {cid!r}"])
+        return rejected([f"manifest.challenge: {shown(claimed)} != {cid!r}"])
     if not [r for r in refs if not r.reference]:
         return rejected(
             [f"track {track.key}: the suite has no episode for {track.n_agents} agents"]
         )
-    reasons, jobs = _match(bundle, refs, hidden)
+    reasons, jobs = _match(bundle, refs, hidden, cid)
     if reasons:
         return rejected(reasons)
     return Plan(track, cid, (), tuple(jobs))

@@ -147,6 +147,66 @@ def test_a_forged_success_with_a_recomputed_hash_fails_its_replay(packed: bytes)
     assert len(reasons) == 1 and reasons[0].startswith(f"{key}: final.satisfied: ")
 
 
+def test_an_edited_checklist_is_named_as_the_checklist(packed: bytes) -> None:
+    def change(rows: list[dict], traces: dict) -> None:
+        trace = traces[TRANSPORT]
+        trace["checklist"] = trace["checklist"][:1]  # claim a one-atom goal
+        trace["final"]["satisfied"] = [True]
+        trace["final"]["success"] = True
+        reseal(trace, _row(rows, TRANSPORT))
+
+    truth = len(read_bundle(io.BytesIO(packed)).traces[TRANSPORT]["checklist"])
+    reasons = _rejected(_verify(edit(packed, change)))
+    assert reasons == [f"{TRANSPORT}: checklist: 1 atoms != {truth} (the episode's checklist)"]
+
+
+def test_an_edited_checklist_atom_is_named_with_its_index(packed: bytes) -> None:
+    trace = read_bundle(io.BytesIO(packed)).traces[TRANSPORT]
+    genuine = trace["checklist"][1]["key"]
+
+    def change(rows: list[dict], traces: dict) -> None:
+        forged = traces[TRANSPORT]
+        forged["checklist"][1] = {**forged["checklist"][1], "target": "Sink", "key": "forged"}
+        reseal(forged, _row(rows, TRANSPORT))
+
+    reasons = _rejected(_verify(edit(packed, change)))
+    assert len(reasons) == 1
+    assert reasons[0].startswith(f"{TRANSPORT}: checklist[1]: 'forged' != {genuine!r}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "truth"),
+    [("task_version", 7, 0), ("family", "search", "transport")],
+)
+def test_a_row_field_the_registry_knows_is_checked_before_any_replay(
+    packed: bytes, field: str, value: object, truth: object
+) -> None:
+    def change(rows: list[dict], traces: dict) -> None:
+        _row(rows, TRANSPORT)[field] = value
+
+    verdict = _verify(edit(packed, change))
+    assert _rejected(verdict) == [
+        f"episode {TRANSPORT}: {field}: {value!r} != {truth!r} (the task registry's)"
+    ]
+    assert verdict.episodes == ()
+
+
+def test_an_observability_other_than_the_manifests_is_refused_before_any_replay(
+    packed: bytes,
+) -> None:
+    def change(rows: list[dict], traces: dict) -> None:
+        trace = traces[TRANSPORT]
+        trace["config"]["options"]["observability"] = "partial"
+        reseal(trace, _row(rows, TRANSPORT))
+
+    verdict = _verify(edit(packed, change))
+    assert _rejected(verdict) == [
+        f"episode {TRANSPORT}: config.options.observability: 'partial' != 'full' "
+        "(the manifest's track)"
+    ]
+    assert verdict.episodes == ()
+
+
 def test_a_swapped_seed_is_rejected(packed: bytes) -> None:
     def change(rows: list[dict], traces: dict) -> None:
         trace = traces[TRANSPORT]
@@ -205,22 +265,30 @@ def test_references_are_optional(packed: bytes) -> None:
 
 
 @pytest.mark.parametrize(
-    ("comm", "reason"),
+    ("comm", "reason", "replayed"),
     [
-        ("on", "config.options.token_cap: 16 != 32"),
-        ("off", "config.options.comm: False != True"),
+        # An env option the track leaves at its default: found when the episode is checked.
+        ("on", f"{TRANSPORT}: config.options.token_cap: 16 != 32", True),
+        # An option of the manifest's track: refused with the bundle, before any replay.
+        (
+            "off",
+            f"episode {TRANSPORT}: config.options.comm: False != True (the manifest's track)",
+            False,
+        ),
     ],
 )
 def test_a_trace_from_another_track_is_rejected(
-    packed: bytes, other_tracks: dict, comm: str, reason: str
+    packed: bytes, other_tracks: dict, comm: str, reason: str, replayed: bool
 ) -> None:
     def change(rows: list[dict], traces: dict) -> None:
         traces[TRANSPORT] = other_tracks[comm]
         _row(rows, TRANSPORT)["trace_hash"] = other_tracks[comm]["trace_hash"]
 
-    reasons = _rejected(_verify(edit(packed, change)))
-    assert f"{TRANSPORT}: {reason}" in reasons
-    assert not [r for r in reasons if not r.startswith(f"{TRANSPORT}: config.options.")]
+    verdict = _verify(edit(packed, change))
+    reasons = _rejected(verdict)
+    assert reason in reasons
+    assert not [r for r in reasons if "config.options." not in r]
+    assert bool(verdict.episodes) is replayed
 
 
 def test_a_trace_of_an_out_of_tree_task_is_never_replayed(packed: bytes, work: Path) -> None:

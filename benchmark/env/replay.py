@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmark.env.collab_env import CollabEnv, make_env
@@ -13,7 +13,11 @@ from benchmark.tasks import load_task_file
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """Outcome of a replay: whether the checklist and the hash match the trace's."""
+    """Outcome of a replay: whether the final checklist state and the hash match the trace's.
+
+    ``checklist`` is the episode's checklist (atom records) as the environment grounds it;
+    when it differs from the trace's, nothing was replayed (``satisfied`` is empty).
+    """
 
     ok: bool
     checklist_matches: bool
@@ -21,6 +25,7 @@ class ReplayResult:
     trace_hash: str
     replayed_hash: str
     satisfied: list[bool]
+    checklist: list[dict[str, Any]] = field(default_factory=list)
 
 
 def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
@@ -52,15 +57,18 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         if key not in trace:
             raise ValueError(f"not a trace: missing key {key!r}")
     env = env_from_trace(trace)
-    if [atom_record(a) for a in env.episode.checklist] != trace["checklist"]:
-        return ReplayResult(False, False, False, trace["trace_hash"], "", [])
+    checklist = [atom_record(a) for a in env.episode.checklist]
+    if checklist != trace["checklist"]:
+        return ReplayResult(False, False, False, trace["trace_hash"], "", [], checklist)
     for step in trace["decisions"]:
         if not env.agents:
             break
         env.step(step["actions"], observe=False)
     replayed = env.recorder.trace
     if "trace_hash" not in replayed:
-        return ReplayResult(False, False, False, trace["trace_hash"], "", list(env.satisfied))
+        return ReplayResult(
+            False, False, False, trace["trace_hash"], "", list(env.satisfied), checklist
+        )
     same_list = replayed["final"]["satisfied"] == trace["final"]["satisfied"]
     same_hash = replayed["trace_hash"] == trace["trace_hash"]
     return ReplayResult(
@@ -70,4 +78,5 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
         trace["trace_hash"],
         replayed["trace_hash"],
         replayed["final"]["satisfied"],
+        checklist,
     )
