@@ -1,6 +1,6 @@
 """The leaderboard's database on SQLite and on a real PostgreSQL: the migrations build exactly
-the models' schema, upgrades are idempotent and safe to run concurrently, and the engines
-enforce what the models declare."""
+the models' schema (each revision over the data of the one before), upgrades are idempotent and
+safe to run concurrently, and the engines enforce what the models declare."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from helpers.lb_db import DATABASES, database_url, fresh_engine
 from sqlalchemy import Column, Engine, MetaData, String, inspect, select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from leaderboard.db.models import NAMING, Base, Team, Token
+from leaderboard.db.models import NAMING, Base, EpisodeResult, Submission, Team, Token
 from leaderboard.db.session import (
     MIGRATIONS_DIR,
     alembic_config,
@@ -176,3 +176,41 @@ def test_a_machine_without_postgresql_gets_a_clear_failure(monkeypatch: pytest.M
     monkeypatch.setattr(postgres_helper.glob, "glob", lambda _: [])
     with pytest.raises(FileNotFoundError, match="install PostgreSQL 15"):
         postgres_helper.find_pg_bin()
+
+
+def _indexes(engine: Engine, table: str) -> dict[str, list[str]]:
+    return {i["name"]: i["column_names"] for i in inspect(engine).get_indexes(table)}
+
+
+def test_trace_hashes_are_indexed_by_revision_0002_over_existing_rows(engine: Engine) -> None:
+    upgrade(engine, "0001")
+    assert "ix_episode_results_trace_hash" not in _indexes(engine, "episode_results")
+    now = datetime.now(UTC)
+    sessions = make_sessions(engine)
+    with sessions() as session:
+        team = Team(name="a", created_at=now)
+        session.add(team)
+        session.flush()
+        submission = Submission(
+            team_id=team.id, track="t", suite="s", suite_version="v1", state="verified",
+            reason="", bundle_path="p", bundle_sha256="h", method="m", description="",
+            model="", created_at=now, updated_at=now,
+        )  # fmt: skip
+        session.add(submission)
+        session.flush()
+        session.add(
+            EpisodeResult(submission_id=submission.id, key="k", ok=True, reasons=[],
+                          metrics={}, trace_hash="ab" * 32)
+        )  # fmt: skip
+        session.commit()
+    upgrade(engine)
+    assert _indexes(engine, "episode_results")["ix_episode_results_trace_hash"] == ["trace_hash"]
+    assert _differences(engine) == []
+    with sessions() as session:
+        found = session.scalars(
+            select(EpisodeResult.key).where(EpisodeResult.trace_hash == "ab" * 32)
+        ).all()
+    assert found == ["k"]
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0001")
+    assert "ix_episode_results_trace_hash" not in _indexes(engine, "episode_results")

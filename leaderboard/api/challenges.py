@@ -1,4 +1,5 @@
-"""``POST /api/challenges``: the episodes of a hidden-seed test suite, drawn for one team.
+"""``POST /api/challenges``: the episodes of a hidden-seed test suite, drawn for one team, at
+most ``challenges_per_day`` in any 24 hours (429 past it, concurrent requests included).
 
 The answer is the challenge file that ``python -m benchmark.run suite=test
 challenge=challenge.json`` runs; a submission answering it names its id in the manifest (and
@@ -64,13 +65,8 @@ def new_challenge(
             422, f"suite: {body.suite!r} is not a hidden-seed suite; those are {hidden}"
         )
     now = crud.utcnow()
-    issued = crud.challenges_since(session, team.id, now - crud.DAY)
-    if issued >= settings.challenges_per_day:
-        raise crud.Refused(
-            429,
-            f"{issued} challenges in the last 24 hours; the limit is "
-            f"{settings.challenges_per_day} a day",
-        )
+    # A cheap first refusal before the draw; the binding check is store_challenge's.
+    crud.check_challenge_rate(session, team.id, settings.challenges_per_day, now)
     challenge = issue_challenge(
         settings.secret,
         team.name,
@@ -79,5 +75,7 @@ def new_challenge(
         lifetime=timedelta(hours=settings.challenge_lifetime_h),
         scenes=settings.challenge_scenes,
     )
-    crud.store_challenge(session, team.id, challenge, issued_at=now)
+    crud.store_challenge(
+        session, team.id, challenge, issued_at=now, daily_limit=settings.challenges_per_day
+    )
     return challenge.to_json()

@@ -80,13 +80,8 @@ def _keep(upload: IO[bytes], settings: Settings, sha256: str) -> str:
 
 
 def _refuse_if_too_many(session: Session, team: TeamIdentity, settings: Settings) -> None:
-    made = crud.submissions_since(session, team.id, crud.utcnow() - HOUR)
-    if made >= settings.submissions_per_hour:
-        raise crud.Refused(
-            429,
-            f"{made} submissions in the last hour; the limit is {settings.submissions_per_hour} "
-            "an hour",
-        )
+    # A cheap first refusal before the upload is read; the binding check is store_submission's.
+    crud.check_submission_rate(session, team.id, settings.submissions_per_hour)
 
 
 def _challenge(
@@ -140,6 +135,7 @@ def accept(
                     challenge_id=claimed,
                 ),
                 daily_limit=settings.test_submissions_per_day,
+                hourly_limit=settings.submissions_per_hour,
             )
     except BaseException:
         (settings.data_dir / name).unlink(missing_ok=True)

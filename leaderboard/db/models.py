@@ -7,9 +7,11 @@
 - ``submissions``: an uploaded bundle for one track and its verification state
   (``queued -> verifying -> verified | rejected``), the reason of a rejection, the fields of its
   ``submission.yaml`` (self-reported resource figures included, as reported), and
-  ``episode_results``: per episode whether it verified, why not, and the recomputed metrics;
+  ``episode_results``: per episode whether it verified, why not, the recomputed metrics and
+  the trace's hash;
 - ``entries``: the ranked results, one per verified submission that is not a reproduction of
-  an earlier entry of the same track (same run-episode traces, ``traces_digest``).
+  an earlier entry of the same track (same run-episode traces, ``traces_digest``). A
+  submission holding some of another team's entry's traces gets none (it is rejected).
 
 Timestamps are timezone-aware UTC in Python on every database. Track keys are the strings of
 ``leaderboard.tracks.Track.key``; tables of different tracks (and suite versions) never mix.
@@ -168,7 +170,8 @@ class EpisodeResult(Base):
     ok: Mapped[bool]
     reasons: Mapped[list[Any]]  # [str, ...], each naming the field
     metrics: Mapped[dict[str, Any]]  # recomputed by the server; empty when not ok
-    trace_hash: Mapped[str] = mapped_column(String(64))
+    # Indexed: a verdict looks up which entries already hold each of its traces.
+    trace_hash: Mapped[str] = mapped_column(String(64), index=True)
 
     submission: Mapped[Submission] = relationship(back_populates="episodes")
 
