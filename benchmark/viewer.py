@@ -8,26 +8,62 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmark.env.replay import env_from_trace
 from benchmark.render import top_down
+from benchmark.sim.world import World
+
+Drawn = TypeVar("Drawn")
+
+
+def replay_worlds(
+    trace: dict[str, Any],
+    draw: Callable[[World, int], Drawn],
+    ticks: Collection[int] | None = None,
+) -> list[Drawn]:
+    """Replay the traced episode and ``draw(world, t)`` the world after ``t`` ticks (``t = 0``:
+    the start) for every ``t`` in ``ticks`` (every tick when None), in order of ``t``. The
+    replay stops once the last tick asked for is drawn; ``draw`` must not change the world."""
+    env = env_from_trace(trace)
+    last = None if ticks is None else max(ticks, default=-1)
+    out: list[Drawn] = []
+    done = [0]
+
+    def on_tick(world: World) -> None:
+        done[0] += 1
+        if ticks is None or done[0] in ticks:
+            out.append(draw(world, done[0]))
+
+    if ticks is None or 0 in ticks:
+        out.append(draw(env.world, 0))
+    for step in trace["decisions"]:
+        if not env.agents or (last is not None and done[0] >= last):
+            break
+        env.step(step["actions"], on_tick=on_tick, observe=False)
+    return out
 
 
 def replay_frames(trace: dict[str, Any], pixels_per_metre: int = 40) -> list:
     """One top-down image at the start and after every tick of the traced episode."""
-    env = env_from_trace(trace)
-    frames = [top_down(env.world, pixels_per_metre=pixels_per_metre)]
+    return replay_worlds(trace, lambda world, _: top_down(world, pixels_per_metre=pixels_per_metre))
 
-    def draw(world: Any) -> None:
-        frames.append(top_down(world, pixels_per_metre=pixels_per_metre))
 
-    for step in trace["decisions"]:
-        if not env.agents:
-            break
-        env.step(step["actions"], on_tick=draw, observe=False)
-    return frames
+def checklist_states(trace: dict[str, Any]) -> list[tuple[bool, ...]]:
+    """Which checklist atoms hold after each tick of the trace: ``final.ticks + 1`` tuples
+    (index ``t``: after ``t`` ticks), read from its initial state and its atom changes."""
+    state = [bool(s) for s in trace["initially_satisfied"]]
+    changes: dict[int, list[dict[str, Any]]] = {}
+    for change in trace["atoms"]:
+        changes.setdefault(change["tick"], []).append(change)
+    out = [tuple(state)]
+    for t in range(trace["final"]["ticks"]):
+        for change in changes.get(t, ()):
+            state[change["atom"]] = bool(change["satisfied"])
+        out.append(tuple(state))
+    return out
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -14,13 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from leaderboard import crud
-from leaderboard.db.models import Entry, Submission
-from leaderboard.ranking import OTHER_INTERVAL, SR_INTERVAL, TableRow, track_table
-from leaderboard.tracks import Track
+from leaderboard.db.models import Entry
+from leaderboard.ranking import INTERVALS, TableRow, all_tied, sr_interval, track_table
+from leaderboard.tracks import Track, suites
 
 # The table's columns a client may sort by; a metric column sorts by its mean over all episodes.
 METRIC_COLUMNS = {
@@ -47,7 +47,6 @@ SORT_COLUMNS = (
 ORDERS = ("asc", "desc")
 # Columns where more is better: a first click sorts them descending.
 DESCENDING_FIRST = frozenset({"SR", "TR", "C", "B", "speedup", "EI", "reproductions"})
-INTERVALS = {"SR": SR_INTERVAL, "other": OTHER_INTERVAL}
 
 
 class SortError(ValueError):
@@ -60,8 +59,8 @@ class SortError(ValueError):
 
 @dataclass(frozen=True)
 class TrackInfo:
-    """A track of the board (the fields of :class:`leaderboard.tracks.Track`) and its number of
-    entries."""
+    """A track of the board (the fields of :class:`leaderboard.tracks.Track`), its number of
+    entries, and whether its suite hides its seeds (episodes come from challenges)."""
 
     key: str
     suite: str
@@ -71,10 +70,12 @@ class TrackInfo:
     observability: str
     action_level: str
     entries: int
+    hidden_seeds: bool
 
     @classmethod
     def of(cls, key: str, entries: int) -> TrackInfo:
         track = Track.from_key(key)
+        suite = suites().get(track.suite)
         return cls(
             key=key,
             suite=track.suite,
@@ -84,6 +85,7 @@ class TrackInfo:
             observability=track.observability,
             action_level=track.action_level,
             entries=entries,
+            hidden_seeds=suite is not None and suite.hidden,
         )
 
 
@@ -122,19 +124,31 @@ def track_info(session: Session, key: str) -> TrackInfo | None:
 # --- a track's table --------------------------------------------------------------------------
 
 
-# A row of a track's table, with the number of submissions reproducing the entry.
+# A row of a track's table, with the number of other teams reproducing the entry.
 BoardRow = TableRow
 
 
 @dataclass(frozen=True)
 class TrackTable:
-    """A track's table, sorted by ``sort`` in ``order`` (``asc`` or ``desc``)."""
+    """A track's table, sorted by ``sort`` in ``order`` (``asc`` or ``desc``).
+
+    Attributes:
+        intervals: per-episode metric -> how its 95% interval is computed.
+        all_tied: the table cannot separate its entries: two or more, all of rank 1
+            (:func:`leaderboard.ranking.all_tied`).
+        episodes: the fewest run episodes an entry of the track holds.
+        zero_sr: SR's interval at 0 successes of ``episodes``: the narrowest an SR interval of
+            the track can be, which says how far apart two entries must be to be separated.
+    """
 
     track: TrackInfo
     sort: str
     order: str
     rows: tuple[BoardRow, ...]
     intervals: dict[str, str]
+    all_tied: bool
+    episodes: int
+    zero_sr: tuple[float, float]
 
 
 def default_order(column: str) -> str:
@@ -175,22 +189,11 @@ def sort_rows(rows: Sequence[BoardRow], sort: str, order: str) -> list[BoardRow]
     return ordered + missing
 
 
-def _reproduction_counts(session: Session, submission_ids: Sequence[int]) -> dict[int, int]:
-    if not submission_ids:
-        return {}
-    return dict(
-        session.execute(
-            select(Submission.reproduction_of_id, func.count(Submission.id))
-            .where(Submission.reproduction_of_id.in_(submission_ids))
-            .group_by(Submission.reproduction_of_id)
-        ).all()
-    )
-
-
 def ranked_rows(session: Session, key: str) -> list[BoardRow]:
-    """The rows of track ``key``, best first (:func:`leaderboard.ranking.track_table`)."""
+    """The rows of track ``key``, best first (:func:`leaderboard.ranking.track_table`), each
+    with the number of other teams that reproduced it."""
     table = track_table(crud.track_entries(session, key), crud.attempts(session, key))
-    counts = _reproduction_counts(session, [r.submission_id for r in table])
+    counts = crud.reproduction_counts(session, [r.submission_id for r in table])
     return [replace(r, reproductions=counts.get(r.submission_id, 0)) for r in table]
 
 
@@ -204,8 +207,18 @@ def track_view(
     info = track_info(session, key)
     if info is None:
         return None
-    rows = sort_rows(ranked_rows(session, key), sort, order)
-    return TrackTable(info, sort, order, tuple(rows), INTERVALS)
+    ranked = ranked_rows(session, key)
+    episodes = min(r.sr["n"] for r in ranked)
+    return TrackTable(
+        info,
+        sort,
+        order,
+        tuple(sort_rows(ranked, sort, order)),
+        dict(INTERVALS),
+        all_tied(ranked),
+        episodes,
+        sr_interval(0, episodes),
+    )
 
 
 # --- an entry ---------------------------------------------------------------------------------
@@ -213,11 +226,20 @@ def track_view(
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A submission whose traces equal an entry's."""
+    """Another team's verified submission whose run-episode traces equal an entry's: what it
+    adds is an independent team, its own code, paper and description of the method, and its
+    own report of the resources the run took (self-reported, not verified)."""
 
     submission_id: int
     team: str
     created_at: datetime
+    method: str
+    model: str
+    description: str
+    code_url: str | None
+    paper_url: str | None
+    llm_tokens: int | None
+    wall_time_s: float | None
 
 
 @dataclass(frozen=True)
@@ -227,11 +249,13 @@ class EntryView:
     Attributes:
         families: family (and ``all``) -> ``{"episodes": n, metric: cell | value}`` as in
             :func:`leaderboard.ranking.entry_summary`: a cell is ``{"mean", "lo", "hi", "n"}``.
-        intervals: how the intervals were computed (``SR`` and ``other``).
+        intervals: per-episode metric -> how its 95% interval was computed.
         episodes: run episodes (references not counted).
         llm_tokens: LLM tokens the run used, as reported by the team (not verified).
         wall_time_s: seconds the run took, as reported by the team (not verified).
         rank: within its track (tied entries share a rank).
+        attempts: the team's attempts on the track (:func:`leaderboard.crud.attempts`).
+        reproductions: one per other team that reproduced the entry, the earliest of each.
     """
 
     id: int
@@ -298,7 +322,18 @@ def entry_view(session: Session, entry_id: int) -> EntryView | None:
         intervals=entry.summary.get("intervals", INTERVALS),
         attempts=row.attempts,
         reproductions=tuple(
-            Reproduction(s.id, s.team.name, s.created_at)
+            Reproduction(
+                submission_id=s.id,
+                team=s.team.name,
+                created_at=s.created_at,
+                method=s.method,
+                model=s.model,
+                description=s.description,
+                code_url=s.code_url,
+                paper_url=s.paper_url,
+                llm_tokens=s.llm_tokens,
+                wall_time_s=s.wall_time_s,
+            )
             for s in crud.reproductions(session, submission.id)
         ),
         llm_tokens=submission.llm_tokens,
@@ -306,6 +341,15 @@ def entry_view(session: Session, entry_id: int) -> EntryView | None:
         bundle_path=submission.bundle_path,
         bundle_sha256=submission.bundle_sha256,
     )
+
+
+def episode_metrics(session: Session, submission_id: int) -> dict[str, dict[str, Any]]:
+    """The metrics the server recomputed for each verified episode of ``submission_id``, by
+    the episode's row key."""
+    submission = crud.get_submission(session, submission_id)
+    if submission is None:
+        return {}
+    return {e.key: e.metrics for e in submission.episodes if e.ok}
 
 
 def plot_series(

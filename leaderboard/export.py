@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, selectinload
 from benchmark.metrics import METRIC_NAMES
 from leaderboard import board, crud
 from leaderboard.db.models import Entry, EpisodeResult, Submission
-from leaderboard.ranking import EPISODE_METRICS, OTHER_INTERVAL, RUN_METRICS, SR_INTERVAL
+from leaderboard.ranking import EPISODE_METRICS, INTERVALS, RUN_METRICS, interval_caption
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Zip's earliest date: the members carry no time of export, so equal data give equal bytes.
@@ -80,11 +80,17 @@ README = f"""collab-bench leaderboard export
 
 entries.csv   one row per entry, in each track's ranked order. <metric>_mean/_lo/_hi/_n: the
               mean over the entry's run episodes, its 95% interval and the number of episodes
-              that define the metric. SR: {SR_INTERVAL} interval; every other metric:
-              {OTHER_INTERVAL} interval. rank = 1 + the number of entries of the track whose SR
-              lower bound is above this entry's SR upper bound (overlapping entries share a
-              rank). llm_tokens_self_reported and wall_time_s_self_reported are as the team
-              reported them; the server does not verify them.
+              that define the metric. Each metric's interval is the one its declaration
+              (benchmark/metric_specs.py) names:
+              {interval_caption(INTERVALS)}.
+              A Student-t interval needs two values: with one, _lo and _hi are empty.
+              rank = 1 + the number of entries of the track whose SR lower bound is above this
+              entry's SR upper bound (overlapping entries share a rank). attempts: the team's
+              submissions to the track in every state; on a hidden-seed track, every challenge
+              the team drew for the suite, answered or not. reproductions: other teams whose
+              verified traces equal the entry's (a team's own resubmissions do not count).
+              llm_tokens_self_reported and wall_time_s_self_reported are as the team reported
+              them; the server does not verify them.
 episodes.csv  one row per episode (run and one-agent reference) of every entry, with the
               metrics the server recomputed by replaying the episode's trace.
 SHA256SUMS    the sha256 of every other member (sha256sum -c SHA256SUMS).

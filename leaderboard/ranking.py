@@ -1,10 +1,14 @@
-"""Ranking a track: SR with its Wilson 95% interval, tied ranks, and the track's table.
+"""Ranking a track: each metric's 95% interval as its declaration says, tied ranks, and the
+track's table.
 
-- SR's interval is the Wilson score interval (it stays inside [0, 1] and, unlike the normal
-  approximation, does not collapse to a point at 0 or n successes).
-- Every other per-episode metric is a mean with a Student-t 95% interval
-  (:func:`benchmark.stats.t_interval`), clipped to the metric's range; speedup, parallel
-  efficiency and EI join each episode with its one-agent reference, as the runner does.
+- Every per-episode metric's interval is the one :mod:`benchmark.metric_specs` declares for it
+  (``MetricSpec.interval``), computed as the run summaries compute it
+  (:func:`benchmark.runner.summary.interval_cell`) and clipped to the metric's range: SR's is
+  the Clopper-Pearson (exact binomial) interval, every other metric's the Student-t interval of
+  its mean. Speedup, parallel efficiency and EI join each episode with its one-agent reference,
+  as the runner does.
+- A Student-t interval needs at least two values: a cell of one value keeps its mean and ``n``
+  but has no bounds (a zero-width ``[x, x]`` would claim a certainty one episode cannot give).
 - rank = 1 + the number of entries whose SR lower bound is above this entry's SR upper bound:
   entries whose intervals overlap share a rank, and a rank says how many entries are
   significantly better, not the order of the means.
@@ -12,65 +16,76 @@
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from benchmark.metric_specs import at_level, metric
 from benchmark.metrics import run_metrics
 from benchmark.runner.references import with_reference
-from benchmark.stats import t_interval
+from benchmark.runner.summary import interval_cell
 from leaderboard.db.models import Entry
 
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
-SR_INTERVAL = "Wilson score 95%"
-OTHER_INTERVAL = "Student-t 95%"
+# How each declared interval method is named on the pages, in the API and in the export.
+INTERVAL_NAMES = {"clopper_pearson": "Clopper-Pearson 95%", "t": "Student-t 95%"}
 # Per-episode metrics, the reference ones included, in declaration order.
 EPISODE_METRICS = tuple(m.name for m in at_level("episode", "reference"))
 RUN_METRICS = tuple(m.name for m in at_level("run"))
+# Per-episode metric -> how its interval is computed (what a summary's "intervals" holds).
+INTERVALS = {name: INTERVAL_NAMES[metric(name).interval] for name in EPISODE_METRICS}
+MIN_T_VALUES = 2  # a Student-t interval needs a standard deviation
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a success rate: ``successes`` of ``n`` trials; (0, 1)
-    without trials."""
+def interval_caption(intervals: Mapping[str, str]) -> str:
+    """``intervals`` (metric -> method) in words: the metrics of the less common methods by
+    name, the most common method as "every other metric", e.g. ``SR: Clopper-Pearson 95%;
+    every other metric: Student-t 95%``."""
+    if not intervals:
+        return ""
+    counts = Counter(intervals.values())
+    common = counts.most_common(1)[0][0]
+    named = defaultdict(list)
+    for name, method in intervals.items():
+        if method != common:
+            named[method].append(name)
+    parts = [f"{', '.join(names)}: {method}" for method, names in named.items()]
+    rest = "every other metric" if parts else "every metric"
+    return "; ".join([*parts, f"{rest}: {common}"])
+
+
+def metric_cell(name: str, values: Sequence[Any]) -> dict[str, Any]:
+    """The mean and 95% interval of metric ``name`` over ``values`` (None: undefined in that
+    episode), by the metric's declared interval method.
+
+    Returns:
+        ``{"mean", "lo", "hi", "n"}``, ``n`` the values present; all but ``n`` None without
+        values; ``lo`` and ``hi`` None for a Student-t cell of fewer than MIN_T_VALUES values.
+        A Clopper-Pearson cell (SR) also holds ``successes``, the values equal to 1.
+    """
+    spec = metric(name)
+    cell = interval_cell(list(values), spec)
+    if spec.interval == "clopper_pearson":
+        cell["successes"] = int(sum(v == 1 for v in values if v is not None))
+    elif cell["n"] < MIN_T_VALUES:
+        cell["lo"] = cell["hi"] = None
+    return cell
+
+
+def sr_interval(successes: int, n: int) -> tuple[float, float]:
+    """SR's 95% interval for ``successes`` of ``n`` episodes, by SR's declared method."""
     if not 0 <= successes <= n:
         raise ValueError(f"successes={successes} must be in [0, n={n}]")
     if n == 0:
         return 0.0, 1.0
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At 0 (or n) successes the bound is exactly 0 (or 1); rounding would leave it a hair off.
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi
+    cell = metric_cell("SR", [1.0] * successes + [0.0] * (n - successes))
+    return cell["lo"], cell["hi"]
 
 
 def ranks(intervals: Sequence[tuple[float, float]]) -> list[int]:
     """For each ``(lo, hi)``, 1 + the number of intervals whose ``lo`` is above its ``hi``."""
     return [1 + sum(lo > hi for lo, _ in intervals) for _, hi in intervals]
-
-
-def _sr_cell(values: list[Any]) -> dict[str, Any]:
-    present = [v for v in values if v is not None]
-    successes = int(sum(v == 1 for v in present))
-    lo, hi = wilson(successes, len(present))
-    mean = successes / len(present) if present else None
-    return {"mean": mean, "lo": lo, "hi": hi, "n": len(present), "successes": successes}
-
-
-def _t_cell(name: str, values: list[Any]) -> dict[str, Any]:
-    present = [float(v) for v in values if v is not None]
-    if not present:
-        return {"mean": None, "lo": None, "hi": None, "n": 0}
-    lo, hi = metric(name).range.clip(*t_interval(present))
-    return {"mean": float(np.mean(present)), "lo": lo, "hi": hi, "n": len(present)}
 
 
 def entry_summary(
@@ -84,9 +99,8 @@ def entry_summary(
         traces: row key -> trace, for the run-level metrics (None: they stay None).
 
     Returns:
-        ``{"intervals": {...}, "episodes": n, "families": {family: {metric: cell}}}``; a cell
-        is ``{"mean", "lo", "hi", "n"}`` (SR's also ``successes``), ``mean`` None when no
-        episode defines the metric; run-level metrics are plain values.
+        ``{"intervals": {metric: method}, "episodes": n, "families": {family: {metric:
+        cell}}}``; a cell is :func:`metric_cell`'s; run-level metrics are plain values.
     """
     results = with_reference([dict(r) for r in rows])
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -97,18 +111,13 @@ def entry_summary(
     for family, members in sorted(groups.items()):
         cells: dict[str, Any] = {"episodes": len(members)}
         for name in EPISODE_METRICS:
-            values = [m.get(name) for m in members]
-            cells[name] = _sr_cell(values) if name == "SR" else _t_cell(name, values)
+            cells[name] = metric_cell(name, [m.get(name) for m in members])
         if traces is None:
             cells.update(dict.fromkeys(RUN_METRICS))
         else:
             cells.update(run_metrics(traces[m["key"]] for m in members))
         families[family] = cells
-    return {
-        "intervals": {"SR": SR_INTERVAL, "other": OTHER_INTERVAL},
-        "episodes": len(results),
-        "families": families,
-    }
+    return {"intervals": dict(INTERVALS), "episodes": len(results), "families": families}
 
 
 @dataclass(frozen=True)
@@ -127,15 +136,15 @@ class TableRow:
     wall_time_s: float | None  # self-reported
     attempts: int
     created_at: datetime
-    reproductions: int = 0  # submissions recorded as reproductions of the entry
+    reproductions: int = 0  # other teams whose verified traces equal the entry's
 
 
 def track_table(
     entries: Sequence[Entry], attempts: Mapping[int, int] | None = None
 ) -> list[TableRow]:
     """The ranked table of one track's entries (with their team and submission loaded),
-    best first: by rank, then SR, then the earlier entry. ``attempts``: team id ->
-    submissions the team made on the track. Entries of several tracks are refused."""
+    best first: by rank, then SR, then the earlier entry. ``attempts``: team id -> the
+    team's attempts on the track. Entries of several tracks are refused."""
     tracks = sorted({e.track for e in entries})
     if len(tracks) > 1:
         raise ValueError(f"a table holds one track; got entries of {tracks}")
@@ -160,3 +169,9 @@ def track_table(
         )
     ]
     return sorted(rows, key=lambda r: (r.rank, -(r.sr["mean"] or 0.0), r.created_at, r.entry_id))
+
+
+def all_tied(rows: Sequence[TableRow]) -> bool:
+    """Whether the table cannot separate its entries: two or more, every one of rank 1 (each
+    SR interval overlaps every other)."""
+    return len(rows) >= 2 and all(r.rank == 1 for r in rows)

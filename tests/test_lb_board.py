@@ -1,10 +1,12 @@
 """The board's read side through its JSON API, on a board of real verified entries: tracks
-grouped by suite version, ranked tables with tied ranks, sorting by any column with missing
-values last, entries with intervals, attempts and reproductions, the bundle download, 404s, and
-an OpenAPI spec that says exactly what each answer holds."""
+grouped by suite version, ranked tables with tied ranks (and the flag that says a table cannot
+separate its entries), sorting by any column with missing values last, entries with each
+metric's declared interval, attempts and reproductions by other teams (with what each adds),
+the bundle download, 404s, and an OpenAPI spec that says exactly what each answer holds."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,12 +17,15 @@ from helpers.lb_board import (
     PARTIAL,
     SCRIPT_TEAM,
     SEED,
+    T0,
     Board,
     make_board,
+    submit_verified,
 )
 
+from benchmark.stats import clopper_pearson
 from leaderboard import board
-from leaderboard.ranking import SR_INTERVAL, wilson
+from leaderboard.ranking import INTERVALS
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +51,17 @@ def test_tracks_of_two_suite_versions_are_listed_apart(lb: Board) -> None:
 
 
 def test_overlapping_intervals_share_a_rank_whatever_the_means(lb: Board) -> None:
-    rows = _table(lb)["rows"]
-    assert [r["rank"] for r in rows] == [1, 1, 1]
+    table = _table(lb)
+    rows = table["rows"]
+    assert [r["rank"] for r in rows] == [1, 1, 1] and table["all_tied"] is True
+    assert _table(lb, FULL)["all_tied"] is False, "one entry is not a tie"
     assert [r["SR"]["mean"] for r in rows] == [pytest.approx(4 / 6), 0.0, 0.0]
     # The ranks are tied because every interval overlaps every other, not because means agree.
     assert all(a["SR"]["lo"] <= b["SR"]["hi"] for a in rows for b in rows)
     heuristic = rows[0]
     assert heuristic["method"] == "heuristic"
-    assert (heuristic["SR"]["lo"], heuristic["SR"]["hi"]) == pytest.approx(wilson(4, 6))
+    assert (heuristic["SR"]["lo"], heuristic["SR"]["hi"]) == pytest.approx(clopper_pearson(4, 6))
+    assert table["intervals"] == INTERVALS and table["intervals"]["SR"] == "Clopper-Pearson 95%"
     assert heuristic["SR"]["successes"] == 4 and heuristic["SR"]["n"] == 6
 
 
@@ -117,7 +125,7 @@ def test_unknown_tracks_and_entries_are_refused(lb: Board, url: str, status: int
 def test_an_entry_has_its_families_with_intervals(lb: Board) -> None:
     entry = lb.client.get(f"/api/entries/{lb.entries['oracle']}").json()
     assert entry["track"]["key"] == FULL and entry["rank"] == 1
-    assert entry["intervals"]["SR"] == SR_INTERVAL
+    assert entry["intervals"] == INTERVALS
     families = entry["families"]
     assert set(families) == {"all", "heavy-lift", "prepare", "rearrange", "search",
                              "switch-off", "transport"}  # fmt: skip
@@ -125,10 +133,14 @@ def test_an_entry_has_its_families_with_intervals(lb: Board) -> None:
     assert sum(f["episodes"] for name, f in families.items() if name != "all") == 6
     sr = families["all"]["metrics"]["SR"]
     assert (sr["mean"], sr["successes"]) == (1.0, 6)
-    assert (sr["lo"], sr["hi"]) == pytest.approx(wilson(6, 6))
+    assert (sr["lo"], sr["hi"]) == pytest.approx(clopper_pearson(6, 6))
     for name in ("TR", "C", "B", "L", "speedup", "EI", "message_tokens"):
         cell = families["all"]["metrics"][name]
         assert cell["lo"] <= cell["mean"] <= cell["hi"], name
+    one = families["prepare"]  # one episode: its Student-t cells have no bounds, only n
+    assert one["episodes"] == 1
+    assert one["metrics"]["L"]["n"] == 1 and one["metrics"]["L"]["lo"] is None
+    assert one["metrics"]["SR"]["lo"] == pytest.approx(0.025), "SR's exact interval holds at n=1"
     assert "specialisation" in families["all"]["run_metrics"]
     assert entry["code_url"] == "https://example.org/oracle"
     assert entry["bundle"] == f"/api/entries/{entry['id']}/bundle"
@@ -139,6 +151,8 @@ def test_an_entry_lists_attempts_reproductions_and_self_reported_numbers(lb: Boa
     assert [(r["team"], r["submission"]) for r in oracle["reproductions"]] == [
         ("reproducers", lb.submissions["oracle-again"])
     ]
+    assert oracle["reproductions"][0]["method"] == "oracle"
+    assert oracle["reproductions"][0]["self_reported"] == {"llm_tokens": 0, "wall_time_s": 1.587}
     assert oracle["self_reported"] == {"llm_tokens": 0, "wall_time_s": 1.587}
     assert oracle["attempts"] == 1
     heuristic = lb.client.get(f"/api/entries/{lb.entries['heuristic']}").json()
@@ -188,3 +202,44 @@ def test_the_openapi_spec_describes_every_board_answer(lb: Board) -> None:
         in paths["/api/entries/{entry_id}/bundle"]["get"]["responses"]["200"]["content"]
     )
     assert "application/zip" in paths["/api/export"]["get"]["responses"]["200"]["content"]
+
+
+def test_reproductions_count_distinct_other_teams_never_the_entrys_own(tmp_path: Path) -> None:
+    lb = make_board(tmp_path)
+    oracle = lb.entries["oracle"]
+    later = [T0 + timedelta(days=d) for d in (2, 3, 4)]
+    own = submit_verified(lb.sessions, lb.data_dir, "reference", "oracle", now=later[0])
+    again = submit_verified(lb.sessions, lb.data_dir, "reproducers", "oracle", now=later[1])
+    third = submit_verified(
+        lb.sessions,
+        lb.data_dir,
+        "replicators",
+        "oracle",
+        now=later[2],
+        method="oracle, reimplemented",
+        description="An independent reimplementation.",
+        code_url="https://example.org/replica",
+        paper_url="https://example.org/replica.pdf",
+    )
+    entry = lb.client.get(f"/api/entries/{oracle}").json()
+    reproductions = [(r["team"], r["submission"]) for r in entry["reproductions"]]
+    assert reproductions == [
+        ("reproducers", lb.submissions["oracle-again"]),
+        ("replicators", third),
+    ], "one per other team, its earliest; the entry's own team is not a reproduction"
+    assert own not in [s for _, s in reproductions] and again not in [s for _, s in reproductions]
+    replica = entry["reproductions"][1]
+    assert replica["description"] == "An independent reimplementation."
+    assert replica["code_url"] == "https://example.org/replica"
+    assert replica["paper_url"] == "https://example.org/replica.pdf"
+    assert replica["method"] == "oracle, reimplemented"
+    row = next(r for r in _table(lb, FULL)["rows"] if r["entry"] == oracle)
+    assert row["reproductions"] == 2
+    assert row["attempts"] == 2, "the reference team's own resubmission is an attempt"
+
+
+def test_a_track_says_whether_its_seeds_are_hidden(lb: Board) -> None:
+    assert _table(lb)["track"]["hidden_seeds"] is False
+    with lb.sessions() as session:
+        assert board.TrackInfo.of("test-v1.n2.comm-on.partial.skill", 1).hidden_seeds is True
+        assert board.track_info(session, PARTIAL).hidden_seeds is False

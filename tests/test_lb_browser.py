@@ -1,21 +1,38 @@
 """The leaderboard's pages in a real headless Chromium (Debian's ``chromium``, driven by
 Playwright) against the real server: sort a track's table, open an entry, see its plot and
-replay GIFs load, and find a ``<script>`` team name shown as text, never run."""
+replay load, find a ``<script>`` team name shown as text, never run; the track table of a
+crowded track fits a 1400 px page; a tied track says its entries cannot be told apart; the
+replay of an episode past the first three shows its tick's picture, actions, messages and
+checklist, and a bad episode or tick is a 404 or 422 page.
+
+Screenshots of every page checked are written to ``outputs/lb_browser/`` (ignored by git), for
+a person to look at after the run.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import shutil
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from helpers.lb_board import PARTIAL, T0, verified
+from helpers.lb_server import Server
 from playwright.sync_api import Page, sync_playwright
 
-from tests.helpers.lb_server import Server
+from leaderboard import crud
+from leaderboard.db.session import open_database
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "leaderboard" / "seed" / "smoke"
+SHOTS = ROOT / "outputs" / "lb_browser"
 EVIL = '<script>document.title="owned";alert(1)</script>'
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+PAGE_WIDTH = 1400
+CROWD = 12  # entries on the crowded track
 
 
 def _chromium() -> str:
@@ -23,6 +40,14 @@ def _chromium() -> str:
     if found is None:
         pytest.fail("Debian's chromium is needed by the browser test: `make browser` installs it")
     return found
+
+
+def _shot(page: Page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +67,77 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         server.stop()
 
 
+def _store_entry(data_dir: Path, sessions, k: int) -> None:
+    """Entry ``k`` of the crowded track: a reference bundle's verified results under a team
+    and method of realistic length, its traces salted so that each is an entry of its own."""
+    name = ("heuristic", "random", "llm_planner", "oracle")[k % 4]
+    bundle, verdict, summary = verified(name)
+    salt = f"crowd-{k}"
+    episodes = [
+        dataclasses.replace(
+            e, trace_hash=hashlib.sha256(f"{salt}{e.trace_hash}".encode()).hexdigest()
+        )
+        for e in verdict.episodes
+    ]
+    hashes = [hashlib.sha256(f"{salt}{h}".encode()).hexdigest() for h in verdict.trace_hashes]
+    relative = f"bundles/{bundle.sha256}.tar.gz"
+    (data_dir / "bundles").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SEED / f"{name}-smoke-v1.tar.gz", data_dir / relative)
+    now = T0 + timedelta(hours=k)
+    with sessions() as session:
+        team = crud.create_team(session, f"university-lab-{k:02d}-multiagent", now)
+        fields = {
+            **bundle.submission,
+            "method": f"hierarchical-planner-with-shared-memory-v{k}",
+            "model": "Qwen2.5-7B-Instruct",
+            "llm_tokens": 1_234_567 * (k + 1),
+            "wall_time_s": 12_345.6 + k,
+        }
+        upload = crud.Upload(
+            track=PARTIAL,
+            suite="smoke",
+            suite_version="v1",
+            bundle_path=relative,
+            bundle_sha256=bundle.sha256,
+            fields=fields,
+        )
+        submission = crud.store_submission(session, team.id, upload, daily_limit=3, now=now)
+        claimed = crud.claim_next(session, now)
+        assert claimed is not None and claimed.id == submission.id
+        crud.record_verdict(
+            session,
+            submission.id,
+            ok=True,
+            reason="",
+            episodes=episodes,
+            summary=summary,
+            trace_hashes=hashes,
+            now=now,
+        )
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server whose track PARTIAL holds CROWD entries with long team and method names."""
+    data_dir = tmp_path_factory.mktemp("crowded") / "data"
+    data_dir.mkdir()
+    sessions = open_database(f"sqlite:///{data_dir / 'leaderboard.sqlite3'}")
+    for k in range(CROWD):
+        _store_entry(data_dir, sessions, k)
+    sessions.kw["bind"].dispose()
+    server = Server(data_dir, workers=1).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def page() -> Iterator[Page]:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
+            yield browser.new_page(viewport={"width": PAGE_WIDTH, "height": 900})
         finally:
             browser.close()
 
@@ -56,16 +146,30 @@ def _column(page: Page, cls: str) -> list[str]:
     return page.locator(f"table.board tbody td.{cls}").all_inner_texts()
 
 
-def test_sort_open_an_entry_see_its_plot_and_replays_and_the_script_team_escaped(
-    board: Server, page: Page, tmp_path: Path
-) -> None:
+def _watch(page: Page) -> tuple[list[str], list[str], list[str]]:
+    """Dialogs opened, console errors and failed responses of ``page``, as they happen."""
     dialogs: list[str] = []
     errors: list[str] = []
+    failed: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    failed: list[str] = []
     page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    return dialogs, errors, failed
 
+
+def _loaded(page: Page, selector: str) -> None:
+    images = page.locator(selector)
+    assert images.count() >= 1, selector
+    page.wait_for_load_state("networkidle")
+    for image in images.all():
+        loaded = image.evaluate("img => img.complete && img.naturalWidth > 0")
+        assert loaded, image.get_attribute("src")
+
+
+def test_sort_open_an_entry_see_its_plot_and_replays_and_the_script_team_escaped(
+    board: Server, page: Page
+) -> None:
+    dialogs, errors, failed = _watch(page)
     page.goto(f"{board.url}/")
     page.get_by_role("link", name="smoke-v1.n2.comm-on.partial.skill").click()
     page.wait_for_url("**/tracks/smoke-v1.n2.comm-on.partial.skill")
@@ -89,18 +193,80 @@ def test_sort_open_an_entry_see_its_plot_and_replays_and_the_script_team_escaped
     assert page.title() != "owned" and dialogs == []
     assert page.locator("script").count() == 0
 
-    images = page.locator("img")
-    assert images.count() >= 2
-    plot = page.locator('img[src$="/plot.png"]')
-    gifs = page.locator('img[src$=".gif"]')
-    assert plot.count() == 1 and gifs.count() >= 1
-    page.wait_for_load_state("networkidle")
-    for image in [plot, *gifs.all()]:
-        loaded = image.evaluate("img => img.complete && img.naturalWidth > 0")
-        assert loaded, image.get_attribute("src")
+    _loaded(page, 'img[src$="/plot.png"]')
+    _loaded(page, 'img[src$=".gif"]')
     assert page.locator("a", has_text="download the bundle").count() == 1
-
-    shot = tmp_path / "entry.png"
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert page.locator("a.replay").count() == 6, "every run episode can be replayed"
+    _shot(page, "entry")
     assert failed == [] and errors == [], (failed, errors)
+
+
+def test_a_tied_track_says_its_entries_cannot_be_told_apart(board: Server, page: Page) -> None:
+    page.goto(f"{board.url}/tracks/{PARTIAL}")
+    note = page.locator("#not-separated")
+    assert note.is_visible()
+    text = " ".join(note.inner_text().split())
+    assert "These 3 entries cannot be told apart" in text and "6 run episodes" in text
+    assert "[0.00, 0.46]" in text
+    assert "Clopper-Pearson 95%" in page.locator("p.note").first.inner_text()
+    assert "every submission the team made" in page.locator("#attempts-note").inner_text()
+    _shot(page, "track-tied")
+
+
+def test_the_crowded_track_table_fits_a_1400_px_page(crowded: Server, page: Page) -> None:
+    _, errors, failed = _watch(page)
+    page.goto(f"{crowded.url}/tracks/{PARTIAL}")
+    assert page.locator("table.board tbody tr").count() == CROWD
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PAGE_WIDTH, f"the page is {width} px wide"
+    for cls in ("attempts", "reproductions", "date"):
+        for cell in page.locator(f"table.board tbody td.{cls}").all():
+            box = cell.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= PAGE_WIDTH, (cls, box)
+            assert cell.inner_text().strip(), cls
+    _shot(page, "track-crowded-1400")
+    assert failed == [] and errors == [], (failed, errors)
+
+
+def test_the_replay_of_a_later_episode_shows_its_ticks_actions_messages_and_checklist(
+    board: Server, page: Page
+) -> None:
+    _, errors, failed = _watch(page)
+    page.goto(f"{board.url}/tracks/{PARTIAL}")
+    page.locator("table.board tbody tr", has_text="heuristic").locator("td.method a").click()
+    page.wait_for_url("**/entries/*")
+    entry_url = page.url
+    page.locator("a.replay", has_text="replay 4").click()
+    page.wait_for_url("**/episodes/4")
+    _loaded(page, 'img[src$="/ticks/0.png"]')
+    assert "tick 0 /" in page.locator(".tick-counter").inner_text()
+    assert page.locator("li.agent").count() == 2
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PAGE_WIDTH, f"the replay page is {width} px wide"
+
+    page.locator("p.tick-strip", has_text="messages sent").locator("a").first.click()
+    page.wait_for_url("**/episodes/4?tick=*")
+    tick = int(page.url.rsplit("=", 1)[1])
+    _loaded(page, f'img[src$="/ticks/{tick}.png"]')
+    assert page.locator(".tick-counter").inner_text().startswith(f"tick {tick} /")
+    messages = page.locator("ul.messages li").all_inner_texts()
+    assert messages and all("→" in m for m in messages)
+    assert page.locator("li.agent code.said").count() >= 1, "the agents' decisions of the tick"
+    count = page.locator("h2.checklist-count").inner_text()
+    done = page.locator("ul.checklist li.done").count()
+    total = page.locator("ul.checklist li").count()
+    assert count == f"Checklist: {done} of {total} satisfied"
+    _shot(page, "replay-episode-4")
+
+    page.locator("nav.ticks a", has_text="last").click()
+    page.wait_for_url("**/episodes/4?tick=*")
+    assert page.locator("ul.checklist li.done").count() >= done, "the checklist fills up"
+    _loaded(page, 'img[src$=".gif"]')
+    assert failed == [] and errors == [], (failed, errors)
+
+    for suffix, status in (("/episodes/6", 404), ("/episodes/4?tick=99999", 404),
+                           ("/episodes/4?tick=x", 422), ("/episodes/-1", 422)):  # fmt: skip
+        answer = page.goto(entry_url + suffix)
+        assert answer is not None and answer.status == status, suffix
+        assert page.locator("p.message").is_visible(), suffix
+    _shot(page, "replay-bad-tick")

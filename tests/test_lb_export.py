@@ -18,7 +18,7 @@ from helpers.lb_board import FORMULA_METHOD, SCRIPT_TEAM, T0, Board, make_board,
 
 from leaderboard import crud
 from leaderboard.export import defuse
-from leaderboard.ranking import wilson
+from benchmark.stats import clopper_pearson
 
 MEMBERS = ["README.txt", "entries.csv", "episodes.csv", "SHA256SUMS"]
 
@@ -75,13 +75,29 @@ def test_entries_csv_has_one_ranked_row_per_entry_with_intervals(lb: Board) -> N
     assert heuristic["track"] == "smoke-v1.n2.comm-on.partial.skill"
     assert heuristic["suite_version"] == "v1" and heuristic["rank"] == "1"
     assert float(heuristic["SR_mean"]) == pytest.approx(4 / 6)
-    assert (float(heuristic["SR_lo"]), float(heuristic["SR_hi"])) == pytest.approx(wilson(4, 6))
+    assert (float(heuristic["SR_lo"]), float(heuristic["SR_hi"])) == pytest.approx(
+        clopper_pearson(4, 6)
+    )
     assert heuristic["SR_successes"] == "4" and heuristic["episodes"] == "6"
     assert heuristic["attempts"] == "2"
     oracle = next(r for r in rows if int(r["entry_id"]) == lb.entries["oracle"])
     assert oracle["reproductions"] == "1" and oracle["code_url"] == "https://example.org/oracle"
     planner = next(r for r in rows if r["team"] == SCRIPT_TEAM)
     assert planner["llm_tokens_self_reported"] == "22981" and planner["speedup_mean"] == ""
+
+
+def test_the_readme_names_each_metrics_declared_interval_and_what_the_counts_mean(
+    lb: Board,
+) -> None:
+    readme = " ".join(_export(lb)[1]["README.txt"].decode().split())
+    assert "SR: Clopper-Pearson 95%; every other metric: Student-t 95%" in readme
+    assert "Wilson" not in readme
+    assert "every challenge the team drew" in readme, "what attempts count"
+    assert "a team's own resubmissions do not count" in readme
+    rows = _rows(_export(lb)[1]["entries.csv"])
+    random = next(r for r in rows if int(r["entry_id"]) == lb.entries["random"])
+    assert random["workload_entropy_n"] == "1" and random["workload_entropy_mean"] != ""
+    assert random["workload_entropy_lo"] == random["workload_entropy_hi"] == "", "one value"
 
 
 def test_formula_text_is_defused_and_numbers_stay_numbers(lb: Board) -> None:

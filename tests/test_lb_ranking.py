@@ -1,6 +1,7 @@
-"""Ranking: the Wilson interval against hand-computed values, the tie rule (rank = 1 + entries
-whose lower bound is above this entry's upper bound) on hand-worked cases, entry summaries and
-the track table."""
+"""Ranking: each metric's interval is the one its declaration names (SR: Clopper-Pearson against
+closed forms and published values, and equal to the run summaries' for the same rows), a
+Student-t cell of one value has no bounds, the tie rule (rank = 1 + entries whose lower bound is
+above this entry's upper bound) on hand-worked cases, entry summaries and the track table."""
 
 from __future__ import annotations
 
@@ -8,47 +9,87 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from helpers.lb_board import verified
 
+from benchmark.metric_specs import metric
+from benchmark.runner.summary import summarize
+from benchmark.stats import clopper_pearson
 from leaderboard.db.models import Entry, Submission, Team
-from leaderboard.ranking import entry_summary, ranks, track_table, wilson
+from leaderboard.ranking import (
+    EPISODE_METRICS,
+    INTERVALS,
+    all_tied,
+    entry_summary,
+    interval_caption,
+    metric_cell,
+    ranks,
+    sr_interval,
+    track_table,
+)
 
-# Wilson score interval, z = 1.959964 (z^2 = 3.841459):
-#   centre = (p + z^2/2n) / (1 + z^2/n),  half = z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n)
-# 5/10: centre = (0.5 + 0.192073) / 1.384146 = 0.5;
-#       half = 1.959964 * sqrt(0.025 + 0.009604) / 1.384146 = 0.263407 -> (0.236593, 0.763407)
-# 0/10: centre = 0.192073 / 1.384146 = 0.138766;
-#       half = 1.959964 * sqrt(0.009604) / 1.384146 = 0.138766          -> (0, 0.277533)
-# 1/1:  centre = (1 + 1.920730) / 4.841459 = 0.603275;
-#       half = 1.959964 * sqrt(0.960365) / 4.841459 = 0.396725          -> (0.206549, 1)
-# 3/4:  centre = (0.75 + 0.480182) / 1.960365 = 0.627527;
-#       half = 1.959964 * sqrt(0.046875 + 0.060023) / 1.960365 = 0.326885
-#                                                                       -> (0.300642, 0.954413)
+# Clopper-Pearson 95%: at 0 of n successes the interval is [0, 1 - 0.025^(1/n)], at n of n
+# [0.025^(1/n), 1]; 5/10 and 3/4 are the exact binomial limits of the published tables.
 HAND = [
-    ((5, 10), (0.236593, 0.763407)),
-    ((0, 10), (0.0, 0.277533)),
-    ((10, 10), (0.722467, 1.0)),
-    ((1, 1), (0.206549, 1.0)),
-    ((3, 4), (0.300642, 0.954413)),
+    ((0, 10), (0.0, 1 - 0.025 ** (1 / 10))),  # (0, 0.308497)
+    ((10, 10), (0.025 ** (1 / 10), 1.0)),
+    ((0, 6), (0.0, 1 - 0.025 ** (1 / 6))),  # (0, 0.459270)
+    ((1, 1), (0.025, 1.0)),
+    ((5, 10), (0.187086, 0.812914)),
+    ((3, 4), (0.194120, 0.993690)),
     ((0, 0), (0.0, 1.0)),
 ]
 
 
 @pytest.mark.parametrize(("counts", "expected"), HAND)
-def test_wilson_matches_hand_computed_intervals(counts, expected) -> None:
-    lo, hi = wilson(*counts)
+def test_sr_takes_the_clopper_pearson_interval_of_hand_computed_values(counts, expected) -> None:
+    lo, hi = sr_interval(*counts)
     assert lo == pytest.approx(expected[0], abs=2e-6)
     assert hi == pytest.approx(expected[1], abs=2e-6)
 
 
-def test_wilson_is_symmetric_and_refuses_impossible_counts() -> None:
-    for n in (1, 7, 30):
-        for k in range(n + 1):
-            lo, hi = wilson(k, n)
-            assert 0.0 <= lo <= k / n <= hi <= 1.0
-            assert (lo, hi) == pytest.approx((1 - wilson(n - k, n)[1], 1 - wilson(n - k, n)[0]))
+def test_sr_interval_refuses_impossible_counts() -> None:
     for bad in [(-1, 3), (4, 3)]:
         with pytest.raises(ValueError, match="must be in"):
-            wilson(*bad)
+            sr_interval(*bad)
+
+
+def test_each_metric_takes_the_interval_its_declaration_names() -> None:
+    assert INTERVALS["SR"] == "Clopper-Pearson 95%" == INTERVALS[metric("SR").name]
+    assert set(INTERVALS) == set(EPISODE_METRICS)
+    for name in EPISODE_METRICS:
+        expected = (
+            "Clopper-Pearson 95%" if metric(name).interval == "clopper_pearson" else "Student-t 95%"
+        )
+        assert INTERVALS[name] == expected, name
+    assert (
+        interval_caption(INTERVALS) == "SR: Clopper-Pearson 95%; every other metric: Student-t 95%"
+    )
+    assert interval_caption({"TR": "Student-t 95%"}) == "every metric: Student-t 95%"
+
+
+def test_the_board_and_the_run_summaries_give_the_same_intervals_for_the_same_bundle() -> None:
+    bundle, verdict, summary = verified("heuristic")
+    recomputed = {e.key: e.metrics for e in verdict.episodes}
+    rows = [{**row, **recomputed[row["key"]]} for row in bundle.rows]
+    run = next(r for r in summarize(rows) if r["family"] == "all")
+    board = summary["families"]["all"]
+    assert board["SR"]["successes"] == 4 and board["SR"]["n"] == 6
+    assert (board["SR"]["lo"], board["SR"]["hi"]) == pytest.approx(clopper_pearson(4, 6))
+    for name in EPISODE_METRICS:
+        for part in ("mean", "lo", "hi", "n"):
+            assert board[name][part] == pytest.approx(run[name][part]), (name, part)
+
+
+def test_a_student_t_cell_of_one_value_keeps_its_mean_and_n_but_has_no_bounds() -> None:
+    assert metric_cell("L", [47]) == {"mean": 47.0, "lo": None, "hi": None, "n": 1}
+    assert metric_cell("L", [None, 47, None]) == {"mean": 47.0, "lo": None, "hi": None, "n": 1}
+    two = metric_cell("L", [40, 60])
+    assert two["n"] == 2 and two["lo"] == 0.0 and two["hi"] > 60  # clipped below at 0
+    assert metric_cell("L", []) == {"mean": None, "lo": None, "hi": None, "n": 0}
+    # One episode is a valid binomial trial: SR keeps its exact interval.
+    assert metric_cell("SR", [1.0]) == pytest.approx(
+        {"mean": 1.0, "lo": 0.025, "hi": 1.0, "n": 1, "successes": 1}
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,7 +134,7 @@ def _row(family: str, seed: int, sr: float, L: int, n: int = 2, **extra) -> dict
     }
 
 
-def test_an_entry_summary_gives_wilson_for_sr_and_t_intervals_with_references() -> None:
+def test_an_entry_summary_gives_clopper_pearson_for_sr_and_t_intervals_with_references() -> None:
     rows = [
         _row("transport", 0, 1.0, 10),
         _row("transport", 1, 0.0, 30),
@@ -102,12 +143,11 @@ def test_an_entry_summary_gives_wilson_for_sr_and_t_intervals_with_references() 
     ]
     summary = entry_summary(rows)
     assert summary["episodes"] == 3
-    assert summary["intervals"]["SR"].startswith("Wilson")
+    assert summary["intervals"] == INTERVALS
     every, transport = summary["families"]["all"], summary["families"]["transport"]
     assert set(summary["families"]) == {"all", "transport", "switch"}
-    assert every["SR"] == pytest.approx(
-        {"mean": 2 / 3, "lo": wilson(2, 3)[0], "hi": wilson(2, 3)[1], "n": 3, "successes": 2}
-    )
+    lo, hi = clopper_pearson(2, 3)
+    assert every["SR"] == pytest.approx({"mean": 2 / 3, "lo": lo, "hi": hi, "n": 3, "successes": 2})
     # TR of transport: values 1 and 0, mean 0.5, s = 0.707107, half = 12.706205 * 0.5 = 6.35,
     # clipped to the range [0, 1].
     assert transport["TR"] == {"mean": 0.5, "lo": 0.0, "hi": 1.0, "n": 2}
@@ -115,8 +155,11 @@ def test_an_entry_summary_gives_wilson_for_sr_and_t_intervals_with_references() 
     assert every["L"]["mean"] == 20.0
     assert every["L"]["lo"] == 0.0  # clipped: L is a non-negative count
     assert every["L"]["hi"] == pytest.approx(20 + 4.302653 * 10 / math.sqrt(3), abs=1e-5)
-    # only transport seed 0 has a reference: speedup = 20 / 10, EI = 1 - 10 / 20.
-    assert every["speedup"] == {"mean": 2.0, "lo": 2.0, "hi": 2.0, "n": 1}
+    # only transport seed 0 has a reference: speedup = 20 / 10, EI = 1 - 10 / 20; one value
+    # has no interval.
+    assert every["speedup"] == {"mean": 2.0, "lo": None, "hi": None, "n": 1}
+    # switch holds one episode: its L keeps its mean and n, with no [20, 20].
+    assert summary["families"]["switch"]["L"] == {"mean": 20.0, "lo": None, "hi": None, "n": 1}
     assert every["EI"]["mean"] == 0.5 and every["parallel_efficiency"]["mean"] == 1.0
     assert summary["families"]["switch"]["speedup"]["mean"] is None
     assert every["specialisation"] is None
@@ -140,7 +183,7 @@ def test_run_level_metrics_come_from_each_familys_traces() -> None:
 
 
 def _entry(eid: int, team: str, successes: int, n: int, track: str = "smoke-v1.x") -> Entry:
-    lo, hi = wilson(successes, n)
+    lo, hi = sr_interval(successes, n)
     sr = {"mean": successes / n, "lo": lo, "hi": hi, "n": n, "successes": successes}
     return Entry(
         id=eid,
@@ -156,10 +199,10 @@ def _entry(eid: int, team: str, successes: int, n: int, track: str = "smoke-v1.x
 
 def test_a_track_table_ranks_its_entries_with_shared_ranks() -> None:
     entries = [
-        _entry(1, "low", 2, 30),  # (0.018, 0.213)
-        _entry(2, "mid", 15, 30),  # (0.332, 0.668)
-        _entry(3, "top", 29, 30),  # (0.833, 0.994)
-        _entry(4, "top-too", 28, 30),  # (0.787, 0.982): overlaps top
+        _entry(1, "low", 2, 30),  # (0.008, 0.221)
+        _entry(2, "mid", 15, 30),  # (0.313, 0.687)
+        _entry(3, "top", 29, 30),  # (0.828, 0.999)
+        _entry(4, "top-too", 28, 30),  # (0.779, 0.992): overlaps top
     ]
     table = track_table(entries, attempts={3: 2, 4: 1})
     assert [(r.team, r.rank) for r in table] == [("top", 1), ("top-too", 1), ("mid", 3),
@@ -179,3 +222,14 @@ def test_a_track_table_never_mixes_tracks() -> None:
         ValueError, match=r"one track; got entries of \['smoke-v1.x', 'smoke-v2.x'\]"
     ):
         track_table([_entry(1, "a", 1, 2), _entry(2, "b", 1, 2, track="smoke-v2.x")])
+
+
+def test_a_table_is_all_tied_when_two_or_more_entries_all_share_rank_one() -> None:
+    # The smoke suite: 4 of 6 beside 0 of 6 overlap ([0.22, 0.96] and [0, 0.46]).
+    smoke = track_table([_entry(1, "a", 4, 6), _entry(2, "b", 0, 6), _entry(3, "c", 0, 6)])
+    assert [r.rank for r in smoke] == [1, 1, 1] and all_tied(smoke)
+    separated = track_table([_entry(1, "a", 29, 30), _entry(2, "b", 2, 30)])
+    assert [r.rank for r in separated] == [1, 2] and not all_tied(separated)
+    partly = track_table([_entry(1, "a", 29, 30), _entry(2, "b", 28, 30), _entry(3, "c", 2, 30)])
+    assert [r.rank for r in partly] == [1, 1, 3] and not all_tied(partly)
+    assert not all_tied(track_table([_entry(1, "alone", 0, 6)])), "one entry is not a tie"

@@ -28,10 +28,16 @@ router = APIRouter(prefix="/api", tags=["board"])
 MAX_ID = 2**31 - 1
 EntryId = Annotated[int, Path(ge=1, le=MAX_ID, description="the entry's id")]
 SortColumn = Literal[board.SORT_COLUMNS]  # type: ignore[valid-type]
+ATTEMPTS = (
+    "the team's attempts on this track: its submissions to the track in every state; on a "
+    "hidden-seed track, every challenge it drew for the suite, answered or not"
+)
 
 
 class Interval(BaseModel):
-    """A mean with its 95% interval; all None when no episode defines the metric."""
+    """A mean with its 95% interval, computed by the metric's declared method (see
+    ``intervals``); all None when no episode defines the metric, and the bounds None when a
+    Student-t interval has fewer than two values."""
 
     mean: float | None
     lo: float | None
@@ -40,9 +46,13 @@ class Interval(BaseModel):
     successes: int | None = Field(None, description="SR only: successful episodes")
 
 
-class IntervalMethods(BaseModel):
-    SR: str = Field(description="how SR's interval is computed")
-    other: str = Field(description="how every other metric's interval is computed")
+IntervalMethods = Annotated[
+    dict[str, str],
+    Field(
+        description="per-episode metric -> how its 95% interval is computed, as the metric's "
+        "declaration says (SR: Clopper-Pearson; the others: Student-t)"
+    ),
+]
 
 
 class TrackOut(BaseModel):
@@ -54,6 +64,9 @@ class TrackOut(BaseModel):
     observability: str
     action_level: str
     entries: int
+    hidden_seeds: bool = Field(
+        description="the suite hides its seeds: episodes come from challenges the board issues"
+    )
     url: str
     page: str
 
@@ -87,8 +100,10 @@ class RowOut(BaseModel):
     comm_tokens: Interval = Field(description="message tokens per episode")
     llm_tokens: int | None = Field(description="self-reported by the team, not verified")
     wall_time_s: float | None = Field(description="self-reported by the team, not verified")
-    attempts: int = Field(description="submissions the team made on this track")
-    reproductions: int = Field(description="submissions whose traces equal this entry's")
+    attempts: int = Field(description=ATTEMPTS)
+    reproductions: int = Field(
+        description="other teams with a verified submission whose traces equal this entry's"
+    )
     created_at: datetime
     url: str
     page: str
@@ -99,6 +114,10 @@ class TrackTableOut(BaseModel):
     sort: SortColumn
     order: Literal["asc", "desc"]
     intervals: IntervalMethods
+    all_tied: bool = Field(
+        description="two or more entries, all of rank 1: every SR interval overlaps every "
+        "other, so the track's episodes cannot separate its entries"
+    )
     rows: list[RowOut]
 
 
@@ -108,17 +127,25 @@ class FamilyOut(BaseModel):
     run_metrics: dict[str, float | None] = Field(description="metrics of the whole run")
 
 
-class ReproductionOut(BaseModel):
-    submission: int
-    team: str
-    created_at: datetime
-
-
 class SelfReported(BaseModel):
     """What the team reported about its run; the server does not verify these."""
 
     llm_tokens: int | None
     wall_time_s: float | None
+
+
+class ReproductionOut(BaseModel):
+    """Another team's verified submission with the entry's traces (the earliest of its team)."""
+
+    submission: int
+    team: str
+    created_at: datetime
+    method: str
+    model: str
+    description: str
+    code_url: str | None
+    paper_url: str | None
+    self_reported: SelfReported
 
 
 class EntryOut(BaseModel):
@@ -137,8 +164,11 @@ class EntryOut(BaseModel):
     episodes: int = Field(description="run episodes (one-agent references not counted)")
     intervals: IntervalMethods
     families: dict[str, FamilyOut] = Field(description="per task family, and 'all'")
-    attempts: int
-    reproductions: list[ReproductionOut]
+    attempts: int = Field(description=ATTEMPTS)
+    reproductions: list[ReproductionOut] = Field(
+        description="one per other team that reproduced the entry; a team's own resubmissions "
+        "are not reproductions"
+    )
     self_reported: SelfReported
     bundle: str = Field(description="URL of the verified bundle (.tar.gz)")
     page: str
@@ -222,7 +252,8 @@ def read_track(
         track=track_out(table.track),
         sort=table.sort,
         order=table.order,
-        intervals=IntervalMethods(**table.intervals),
+        intervals=table.intervals,
+        all_tied=table.all_tied,
         rows=[row_out(r) for r in table.rows],
     )
 
@@ -251,11 +282,21 @@ def read_entry(entry_id: EntryId, session: Annotated[Session, Depends(get_sessio
         paper_url=view.paper_url,
         created_at=view.created_at,
         episodes=view.episodes,
-        intervals=IntervalMethods(**view.intervals),
+        intervals=view.intervals,
         families={name: family_out(cells) for name, cells in view.families.items()},
         attempts=view.attempts,
         reproductions=[
-            ReproductionOut(submission=r.submission_id, team=r.team, created_at=r.created_at)
+            ReproductionOut(
+                submission=r.submission_id,
+                team=r.team,
+                created_at=r.created_at,
+                method=r.method,
+                model=r.model,
+                description=r.description,
+                code_url=r.code_url,
+                paper_url=r.paper_url,
+                self_reported=SelfReported(llm_tokens=r.llm_tokens, wall_time_s=r.wall_time_s),
+            )
             for r in view.reproductions
         ],
         self_reported=SelfReported(llm_tokens=view.llm_tokens, wall_time_s=view.wall_time_s),
