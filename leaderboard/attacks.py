@@ -51,9 +51,9 @@ def _block(data: bytes) -> bytes:
     return data + bytes(-len(data) % 512)
 
 
-def seal(contents: dict[str, bytes], extra_members: bytes = b"") -> bytes:
-    """A gzip'd tar of ``contents`` whose manifest lists every member's true sha256, followed
-    by the raw tar blocks ``extra_members`` (hand-made headers tarfile cannot write)."""
+def with_true_checksums(contents: dict[str, bytes]) -> dict[str, bytes]:
+    """``contents`` with a manifest listing every other member's true sha256, as a forger who
+    edits a member fixes them."""
     contents = dict(contents)
     manifest = json.loads(contents[MANIFEST])
     manifest["members"] = {
@@ -62,13 +62,20 @@ def seal(contents: dict[str, bytes], extra_members: bytes = b"") -> bytes:
         if name != MANIFEST
     }
     contents[MANIFEST] = json.dumps(manifest).encode()
+    return contents
+
+
+def seal(contents: dict[str, bytes], extra_members: bytes = b"") -> bytes:
+    """A gzip'd tar of ``contents`` whose manifest lists every member's true sha256, followed
+    by the raw tar blocks ``extra_members`` (hand-made headers tarfile cannot write)."""
+    contents = with_true_checksums(contents)
     raw = io.BytesIO()
     for name, blob in contents.items():
         raw.write(_tar_header(name, len(blob)))
         raw.write(_block(blob))
     raw.write(extra_members)
     raw.write(bytes(1024))
-    return gzip.compress(raw.getvalue(), mtime=0)
+    return gzip.compress(raw.getvalue(), compresslevel=6, mtime=0)
 
 
 def with_submission(data: bytes, text: str) -> bytes:
@@ -132,16 +139,18 @@ def sparse_members(data: bytes, members: int = 16, hole_mb: int = 63) -> bytes:
     return seal(unpack(data), b"".join(blocks))
 
 
+_JUNK_PARTS = ("[]", "[[]]", "{}", "[{}]")
+# Each byte value stands for four parts chosen by its four pairs of bits.
+_JUNK_BY_BYTE = tuple(
+    ",".join(_JUNK_PARTS[(b >> shift) & 3] for shift in (0, 2, 4, 6)) for b in range(256)
+)
+
+
 def _random_junk(size: int, rng: random.Random) -> str:
-    """``size`` bytes of JSON arrays of empty arrays and objects: tens of Python objects per
-    byte once parsed, and hard to compress (random structure)."""
-    parts = []
-    have = 0
-    while have < size:
-        part = rng.choice(("[]", "[[]]", "{}", "[{}]", "[[],[]]"))
-        parts.append(part)
-        have += len(part) + 1
-    return "[" + ",".join(parts) + "]"
+    """About ``size`` bytes of JSON arrays of empty arrays and objects: tens of Python objects
+    per byte once parsed, and hard to compress (random structure)."""
+    chunks = [_JUNK_BY_BYTE[b] for b in rng.randbytes(max(1, size // 12))]
+    return "[" + ",".join(chunks) + "]"
 
 
 def _first_run(rows: list[dict[str, Any]]) -> dict[str, Any]:

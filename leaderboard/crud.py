@@ -60,6 +60,14 @@ class Refused(ValueError):
         self.status = status
 
 
+class AlreadyUploaded(Exception):
+    """The team's earlier submission of the same bundle (``submission``) answers an upload."""
+
+    def __init__(self, submission: Submission) -> None:
+        super().__init__(f"the same bundle is submission {submission.id}")
+        self.submission = submission
+
+
 class EpisodeOutcome(Protocol):
     """What a verdict says about one episode (``leaderboard.verify.EpisodeCheck``)."""
 
@@ -343,10 +351,16 @@ def store_submission(
     test submission (one answering a challenge) unless :func:`usable_challenge` allows it and
     the team made fewer than ``daily_limit`` test submissions in the last 24 hours (429).
     Checks and insert are one transaction, under a lock on the team's row, so concurrent
-    uploads never pass a limit."""
+    uploads never pass a limit. When the team already has a submission of the same bundle
+    that is not rejected (:func:`same_upload`: two identical uploads racing), nothing is
+    stored and :class:`AlreadyUploaded` carries that submission."""
     begin_write(session)
     now = now or utcnow()
     _lock_team(session, team_id)
+    existing = same_upload(session, team_id, upload.bundle_sha256)
+    if existing is not None:
+        session.rollback()
+        raise AlreadyUploaded(existing)
     try:
         if hourly_limit is not None:
             check_submission_rate(session, team_id, hourly_limit, now)

@@ -23,6 +23,7 @@ from sqlalchemy import select
 
 from leaderboard import auth, crud
 from leaderboard.app import create_app
+from leaderboard.bundle import read_bundle, stored_form
 from leaderboard.db.models import Submission
 from leaderboard.db.session import open_database
 from leaderboard.settings import Settings, settings_from_cli
@@ -64,8 +65,14 @@ def _token_and_pending(settings: Settings, bundles: list[Path]) -> tuple[str, li
             )
     finally:
         sessions.kw["bind"].dispose()
-    pending = [p for p in bundles if sha256(p.read_bytes()).hexdigest() not in done]
+    pending = [p for p in bundles if _stored_sha256(p) not in done]
     return token, pending
+
+
+def _stored_sha256(path: Path) -> str:
+    """The sha256 of what the server keeps of the bundle at ``path`` (its stored form)."""
+    with path.open("rb") as stream:
+        return sha256(stored_form(read_bundle(stream))).hexdigest()
 
 
 def submit_all(url: str, token: str, bundles: list[Path]) -> list[str]:

@@ -77,7 +77,8 @@ def _chunks(path: Path, progress: Progress, bar: Any) -> Iterator[bytes]:
 
 
 def upload(client: httpx.Client, bundle: Path, token: str, console: Console) -> dict[str, Any]:
-    """POST the bundle as the multipart field ``file``; the server's 202 answer."""
+    """POST the bundle as the multipart field ``file``; the server's answer: 202 for a new
+    submission, 200 when the team had uploaded this bundle before (its earlier submission)."""
     size = bundle.stat().st_size
     columns = (TextColumn("uploading"), BarColumn(), DownloadColumn())
     with Progress(*columns, console=console, transient=True) as progress:
@@ -103,7 +104,12 @@ def upload(client: httpx.Client, bundle: Path, token: str, console: Console) -> 
                 "Content-Length": str(len(head) + size + len(tail)),
             },
         )
-    if response.status_code != 202:
+    if response.status_code == 200:
+        console.print(
+            f"this bundle was uploaded before as submission {response.json()['id']}; "
+            "nothing new was stored"
+        )
+    elif response.status_code != 202:
         raise SubmitError(
             f"the server refused the submission ({response.status_code}): {_detail(response)}"
         )

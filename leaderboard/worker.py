@@ -167,10 +167,14 @@ def _verify(
     return outcome_of(verify_bundle(bundle, challenge, check=check, mapper=mapper), bundle)
 
 
-def _record(sessions: sessionmaker[Session], submission_id: int, outcome: Outcome) -> str:
-    """Record ``outcome``; returns the submission's bundle path."""
+def _record(
+    sessions: sessionmaker[Session], submission_id: int, outcome: Outcome
+) -> tuple[str, str]:
+    """Record ``outcome``; returns the submission's bundle path and the state recorded (a
+    verified outcome is recorded as rejected when its traces turn out to be copied from
+    another team's entry: ``crud.record_verdict``)."""
     with sessions() as session:
-        return crud.record_verdict(
+        submission = crud.record_verdict(
             session,
             submission_id,
             ok=outcome.ok,
@@ -178,7 +182,8 @@ def _record(sessions: sessionmaker[Session], submission_id: int, outcome: Outcom
             episodes=outcome.episodes,
             summary=outcome.summary,
             trace_hashes=outcome.trace_hashes,
-        ).bundle_path
+        )
+        return submission.bundle_path, submission.state
 
 
 def verify_submission(
@@ -202,18 +207,17 @@ def verify_submission(
             log.error("the worker's traceback:\n%s", err.worker_traceback)
         outcome = internal_error(err)
     try:
-        bundle_path = _record(sessions, submission_id, outcome)
+        bundle_path, state = _record(sessions, submission_id, outcome)
     except Exception as err:
         if not outcome.ok:
             raise
         # The verified outcome could not be stored (its summary, say): reject it as ours.
         log.exception("submission %d: its verdict could not be recorded", submission_id)
         outcome = internal_error(err)
-        bundle_path = _record(sessions, submission_id, outcome)
-    if not outcome.ok:
+        bundle_path, state = _record(sessions, submission_id, outcome)
+    if state == "rejected":
         with sessions() as session:
             release_bundle(session, settings.data_dir, bundle_path)
-    state = "verified" if outcome.ok else "rejected"
     log.info("submission %d %s %s", submission_id, state, outcome.reason)
     return state
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from leaderboard.attacks import with_submission
 from leaderboard.bundle import read_bundle
 from leaderboard.db.models import Entry, Submission
 from leaderboard.pack import pack_run
@@ -174,7 +175,13 @@ def test_a_challenge_is_answered_once_within_the_daily_limit(
     state = challenge_board.wait(accepted.json()["id"])
     assert state["state"] == "verified" and state["challenge"] == one["id"], state
 
-    reused = challenge_board.upload(token, bundle)
+    # The same bundle again is the same submission (200); another answer to the same
+    # challenge is refused, since a challenge is answered once.
+    again = challenge_board.upload(token, bundle)
+    assert again.status_code == 200 and again.json()["id"] == state["id"], again.text
+    reused = challenge_board.upload(
+        token, with_submission(bundle, "method: again\nllm_tokens: 0\nwall_time_s: 1.0\n")
+    )
     assert reused.status_code == 409 and "already answered" in reused.json()["detail"]
 
     assert challenge_board.upload(token, _answer(other, tmp_path / "run2")).status_code == 202

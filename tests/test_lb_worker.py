@@ -34,10 +34,12 @@ from leaderboard.ranking import entry_summary
 from leaderboard.settings import Settings
 from leaderboard.verify import verify_episode
 from leaderboard.worker import VerificationPool, verify_next, verify_submission
-from tests.helpers.lb_bundles import edit, run_suite, write_challenge
+from tests.helpers.lb_bundles import copy_of, edit, run_suite, write_challenge
 
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
+HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
+RANDOM = (SEED / "random-smoke-v1.tar.gz").read_bytes()
 TRANSPORT = "oracle/transport_produce_fridge_v0/test/n2/s0/comm1/run"
 WAIT_S = 300.0  # a bound on waiting for the background thread, never a measured time
 
@@ -179,9 +181,12 @@ def test_a_good_bundle_is_verified_with_the_servers_metrics_and_summary(any_boar
 
 
 def test_the_summary_takes_no_unchecked_field_of_a_row(board: Board) -> None:
+    # Fields a row may carry but the server cannot check: the run's bookkeeping and a team's
+    # own statistics. (A wrong family, or a reference metric such as speedup in a row, is
+    # refused with the bundle: tests/test_lb_verify.py, tests/test_lb_bundle.py.)
     def change(rows: list[dict], traces: dict) -> None:
         row = _row(rows, TRANSPORT)
-        row.update(family="bogus", speedup=99.0, EI=0.99)
+        row.update({"wall_s": 1e6, "attempts": 9, "llm/tokens_in": 1e9, "plan/coverage": 1.0})
 
     settings = board.settings()
     sid = board.submit(edit(ORACLE, change))
@@ -189,7 +194,29 @@ def test_the_summary_takes_no_unchecked_field_of_a_row(board: Board) -> None:
     families = _assert_verified(board, sid).entry.summary["families"]
     honest = read_bundle(io.BytesIO(ORACLE))
     assert families == json.loads(json.dumps(entry_summary(honest.rows, honest.traces)))["families"]
-    assert "bogus" not in families and families["transport"]["speedup"]["mean"] != 99.0
+    assert "llm/tokens_in" not in families["transport"]
+
+
+def test_a_copy_that_raced_past_the_upload_check_is_rejected_and_its_bundle_released(
+    board: Board,
+) -> None:
+    # Both are queued before either is verified, so the upload's check saw no entry to copy.
+    settings = board.settings()
+    original = board.submit(HEURISTIC, team="first")
+    copy = board.submit(copy_of(RANDOM, HEURISTIC, 5), team="copier")
+    path = board.bundle_file(copy)
+    for submission, state in ((original, "verified"), (copy, "rejected")):
+        with board.sessions() as session:
+            assert crud.claim_next(session).id == submission
+        assert verify_submission(settings, board.sessions, submission) == state
+    rejected = board.get(copy)
+    assert rejected.state == "rejected" and rejected.entry is None
+    entry = board.get(original).entry.id
+    assert f"5 of its 6 run episodes are traces of entry {entry} by team 'first'" in (
+        rejected.reason
+    )
+    assert not path.exists()
+    assert board.entries() == 1
 
 
 def test_the_same_traces_again_are_a_reproduction_not_a_second_entry(board: Board) -> None:

@@ -3,9 +3,15 @@
 An upload is checked at once, before it is stored: size (413 while it streams in, never read
 whole into memory), the archive and every member (400/413/422, :mod:`leaderboard.bundle`),
 the bundle-level checks of the track (422: an episode missing, duplicated or from another
-track, :func:`leaderboard.verify.plan`), and the rules of test submissions (403/409/422/429).
-Only then is it kept and queued, and the answer is 202; the replays run in the worker pool.
-Nothing is stored on a refusal.
+track, :func:`leaderboard.verify.plan`), traces already on the board in another team's entry
+(422, naming it: :func:`leaderboard.crud.copied_from`), and the rules of test submissions
+(403/409/422/429). Only then is it kept and queued, and the answer is 202; the replays run in
+the worker pool. Nothing is stored on a refusal.
+
+What is kept is :func:`leaderboard.bundle.stored_form` of the upload: what the server verifies,
+without the run's unverifiable bookkeeping. A team uploading the same bundle again (the same
+stored form) while its first submission is not rejected gets that submission back (200), and
+nothing new is stored.
 """
 
 from __future__ import annotations
@@ -14,11 +20,10 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import IO, Annotated
 
 from anyio import to_thread
-from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import UploadFile
@@ -27,7 +32,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from benchmark.runner.challenge import Challenge
 from leaderboard import board, crud
 from leaderboard.auth import TeamIdentity, current_team
-from leaderboard.bundle import read_bundle
+from leaderboard.bundle import read_bundle, shown, stored_form
 from leaderboard.db import models
 from leaderboard.db.session import get_session
 from leaderboard.settings import Settings
@@ -35,7 +40,6 @@ from leaderboard.verify import plan
 
 router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 
-HOUR = timedelta(hours=1)
 ID_MAX = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
 MAX_REASONS = 20  # bundle-level reasons quoted in a 422 (the rest are counted)
 _FORM_FIELDS = 4  # a form carries the file and perhaps a few small fields a client adds
@@ -59,22 +63,16 @@ def bundle_name(sha256: str) -> str:
     return f"bundles/{sha256[:16]}-{secrets.token_hex(8)}.tar.gz"
 
 
-def _keep(upload: IO[bytes], settings: Settings, sha256: str) -> str:
-    """Copy the upload to the data directory (written aside, then renamed into place)."""
+def _keep(stored: bytes, settings: Settings, sha256: str) -> str:
+    """Write the bundle the server keeps to the data directory (aside, then renamed into
+    place); returns its name relative to the data directory."""
     name = bundle_name(sha256)
     final = settings.data_dir / name
     partial = final.with_name(f".partial-{final.name}")
-    upload.seek(0)
-    digest = hashlib.sha256()
     with partial.open("wb") as out:
-        while chunk := upload.read(1 << 16):
-            digest.update(chunk)
-            out.write(chunk)
+        out.write(stored)
         out.flush()
         os.fsync(out.fileno())
-    if digest.hexdigest() != sha256:
-        partial.unlink()
-        raise RuntimeError(f"the upload changed while it was kept ({sha256} was read)")
     partial.rename(final)
     return name
 
@@ -93,32 +91,44 @@ def _challenge(
     with sessions() as session:
         row = session.get(models.Challenge, claimed)
         if row is None:
-            raise crud.Refused(422, f"manifest.challenge: {claimed!r} was never issued")
+            raise crud.Refused(422, f"manifest.challenge: {shown(claimed)} was never issued")
         if row.team_id != team.id:
-            raise crud.Refused(403, f"challenge {claimed!r} was issued to another team")
+            raise crud.Refused(403, f"challenge {shown(claimed)} was issued to another team")
         return crud.as_challenge(row)
 
 
 def accept(
     upload: IO[bytes], team: TeamIdentity, settings: Settings, sessions: sessionmaker[Session]
-) -> models.Submission:
-    """Check an upload and queue it (see the module docstring); raises BundleError or
-    crud.Refused with the status of a refusal, and then keeps nothing. No database
-    connection is held while the bundle is read and checked (that takes CPU time)."""
+) -> tuple[models.Submission, bool]:
+    """Check an upload and queue it (see the module docstring); returns the submission and
+    whether it was already there (the team uploaded the same bundle before and it was not
+    rejected: nothing new is stored). Raises BundleError or crud.Refused with the status of a
+    refusal, and then keeps nothing. No database connection is held while the bundle is read
+    and checked (that takes CPU time)."""
     with sessions() as session:
         _refuse_if_too_many(session, team, settings)
     bundle = read_bundle(upload, settings.bundle_limits)
     claimed = bundle.manifest["challenge"]
     checked = plan(bundle, _challenge(sessions, team, claimed))
     if checked.reasons:
-        shown = "; ".join(checked.reasons[:MAX_REASONS])
+        listed = "; ".join(checked.reasons[:MAX_REASONS])
         more = len(checked.reasons) - MAX_REASONS
         raise crud.Refused(
             422,
-            f"the bundle does not hold the episodes of track {checked.track.key}: {shown}"
+            f"the bundle does not hold the episodes of track {checked.track.key}: {listed}"
             + (f"; and {more} more" if more > 0 else ""),
         )
-    name = _keep(upload, settings, bundle.sha256)
+    stored = stored_form(bundle)
+    sha256 = hashlib.sha256(stored).hexdigest()
+    run_hashes = [trace["trace_hash"] for ref, _, trace in checked.jobs if not ref.reference]
+    with sessions() as session:
+        existing = crud.same_upload(session, team.id, sha256)
+        if existing is not None:
+            return existing, True
+        copied = crud.copied_from(session, team.id, checked.track.key, run_hashes)
+        if copied is not None:
+            raise crud.Refused(422, copied)
+    name = _keep(stored, settings, sha256)
     fields = {k: v for k, v in bundle.submission.items() if k in crud.SUBMISSION_FIELDS}
     try:
         with sessions() as session:
@@ -130,16 +140,25 @@ def accept(
                     suite=checked.track.suite,
                     suite_version=checked.track.suite_version,
                     bundle_path=name,
-                    bundle_sha256=bundle.sha256,
+                    bundle_sha256=sha256,
                     fields=fields,
                     challenge_id=claimed,
                 ),
                 daily_limit=settings.test_submissions_per_day,
                 hourly_limit=settings.submissions_per_hour,
-            )
+            ), False
+    except crud.AlreadyUploaded as same:
+        # An identical upload of the team's was stored while this one was being checked.
+        _discard(settings, name)
+        return same.submission, True
     except BaseException:
-        (settings.data_dir / name).unlink(missing_ok=True)
+        _discard(settings, name)
         raise
+
+
+def _discard(settings: Settings, name: str) -> None:
+    """Remove a kept bundle no submission was stored for."""
+    (settings.data_dir / name).unlink(missing_ok=True)
 
 
 async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
@@ -185,7 +204,7 @@ _UPLOAD_BODY = {
     summary="Upload a bundle; it is queued for verification",
 )
 async def submit(
-    request: Request, team: Annotated[TeamIdentity, Depends(current_team)]
+    request: Request, response: Response, team: Annotated[TeamIdentity, Depends(current_team)]
 ) -> Accepted:
     settings: Settings = request.app.state.settings
     limit = settings.bundle_limits.max_bytes
@@ -208,7 +227,7 @@ async def submit(
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise HTTPException(422, "file: missing; send the bundle as the form field 'file'")
-        submission = await to_thread.run_sync(
+        submission, existing = await to_thread.run_sync(
             accept,
             upload.file,
             team,
@@ -218,7 +237,10 @@ async def submit(
         )
     finally:
         await form.close()
-    request.app.state.pool.wake()
+    if existing:
+        response.status_code = 200
+    else:
+        request.app.state.pool.wake()
     return Accepted(
         id=submission.id,
         state=submission.state,

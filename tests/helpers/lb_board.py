@@ -6,7 +6,7 @@ small app (no workers, no write side)."""
 from __future__ import annotations
 
 import functools
-import shutil
+import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from leaderboard import crud, web
 from leaderboard.api import board as board_api
-from leaderboard.bundle import Bundle, read_bundle
+from leaderboard.bundle import Bundle, read_bundle, stored_form
 from leaderboard.db.session import open_database
 from leaderboard.ranking import entry_summary
 from leaderboard.settings import Settings
@@ -63,9 +63,12 @@ def submit_verified(
     bundle, verdict, summary = verified(name)
     key = track or bundle.track.key
     suite, version = key.split(".")[0].rsplit("-", 1)
-    relative = f"bundles/{bundle.sha256}.tar.gz"
+    # What the server keeps of an accepted upload (leaderboard.api.submissions.accept).
+    stored = stored_form(bundle)
+    sha256 = hashlib.sha256(stored).hexdigest()
+    relative = f"bundles/{sha256}.tar.gz"
     (data_dir / "bundles").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SEED / f"{name}-smoke-v1.tar.gz", data_dir / relative)
+    (data_dir / relative).write_bytes(stored)
     with sessions() as session:
         team_row = crud.team_by_name(session, team) or crud.create_team(session, team, now)
         upload = crud.Upload(
@@ -73,7 +76,7 @@ def submit_verified(
             suite=suite,
             suite_version=version,
             bundle_path=relative,
-            bundle_sha256=bundle.sha256,
+            bundle_sha256=sha256,
             fields={**bundle.submission, **fields},
         )
         submission = crud.store_submission(session, team_row.id, upload, daily_limit=3, now=now)

@@ -3,11 +3,8 @@ bad bundles are derived from the bytes of a packed one."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import io
 import json
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,8 @@ from benchmark.env import trace_hash
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs
-from leaderboard.bundle import MANIFEST, ROWS, trace_member
+from leaderboard.attacks import unpack, with_true_checksums
+from leaderboard.bundle import MANIFEST, ROWS, tar_bytes, trace_member
 
 register_configs()
 
@@ -56,32 +54,15 @@ def write_challenge(path: Path, challenge_id: str, episodes: list[dict] | None =
 
 def members(data: bytes) -> dict[str, bytes]:
     """The members of a bundle we packed ourselves (trusted), in order."""
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    return unpack(data)
 
 
 def archive(contents: dict[str, bytes], rehash: bool = True) -> bytes:
     """A .tar.gz of ``contents``; with ``rehash`` the manifest lists their true sha256 (an
     attacker who edits a member also fixes the checksums)."""
-    contents = dict(contents)
     if rehash and MANIFEST in contents:
-        manifest = json.loads(contents[MANIFEST])
-        manifest["members"] = {
-            name: hashlib.sha256(blob).hexdigest()
-            for name, blob in contents.items()
-            if name != MANIFEST
-        }
-        contents[MANIFEST] = json.dumps(manifest).encode()
-    raw = io.BytesIO()
-    with (
-        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz,
-        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
-    ):
-        for name, blob in contents.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(blob)
-            tar.addfile(info, io.BytesIO(blob))
-    return raw.getvalue()
+        contents = with_true_checksums(contents)
+    return tar_bytes(contents)
 
 
 def rows_of(contents: dict[str, bytes]) -> list[dict[str, Any]]:
@@ -113,3 +94,23 @@ def reseal(trace: dict[str, Any], row: dict[str, Any] | None = None) -> None:
     trace["trace_hash"] = trace_hash(trace)
     if row is not None:
         row["trace_hash"] = trace["trace_hash"]
+
+
+def copy_of(own: bytes, copied: bytes, n: int) -> bytes:
+    """``own`` with the rows and traces of its first ``n`` run episodes taken from ``copied``
+    (another baseline's bundle of the same track, as public as every bundle on the board),
+    renamed to ``own``'s baseline and keeping ``own``'s bookkeeping fields, as a team passing
+    another team's traces off as its own would."""
+    donor = members(copied)
+    donor_rows = {r["key"].split("/", 1)[1]: r for r in rows_of(donor)}
+    mine = ("key", "baseline", "trace_path", "code_version", "config_hash")
+
+    def change(rows: list[dict], traces: dict[str, dict]) -> None:
+        for row in [r for r in rows if not r["reference"]][:n]:
+            theirs = donor_rows[row["key"].split("/", 1)[1]]
+            taken = {**theirs, **{name: row[name] for name in mine}}
+            row.clear()
+            row.update(taken)
+            traces[row["key"]] = json.loads(donor[trace_member(theirs["key"])])
+
+    return edit(own, change)
