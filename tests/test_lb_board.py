@@ -6,6 +6,7 @@ the bundle download, 404s, and an OpenAPI spec that says exactly what each answe
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from helpers.lb_board import (
 
 from benchmark.stats import clopper_pearson
 from leaderboard import board
+from leaderboard.bundle import read_bundle, stored_form
 from leaderboard.ranking import INTERVALS
 
 
@@ -167,7 +169,12 @@ def test_the_bundle_download_is_the_stored_verified_file(lb: Board) -> None:
     assert answer.status_code == 200
     assert answer.headers["content-type"] == "application/gzip"
     assert answer.headers["content-disposition"].startswith("attachment;")
-    assert answer.content == (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
+    with (SEED / "heuristic-smoke-v1.tar.gz").open("rb") as stream:
+        uploaded = read_bundle(stream)
+    assert answer.content == stored_form(uploaded)
+    served = read_bundle(io.BytesIO(answer.content))
+    assert "code_version" not in served.manifest and "config_hash" not in served.manifest
+    assert served.traces == uploaded.traces
 
 
 def test_a_missing_bundle_file_is_a_404_naming_the_entry(tmp_path: Path) -> None:
