@@ -141,22 +141,25 @@ def test_racing_verdicts_sharing_a_trace_give_one_entry(sessions: sessionmaker) 
 def test_a_teams_earlier_upload_of_the_same_bytes_is_found_unless_rejected(
     sessions: sessionmaker,
 ) -> None:
+    same = upload(sha256="ab" * 32)
     with sessions() as s:
         a, b = crud.create_team(s, "a"), crud.create_team(s, "b")
         assert crud.same_upload(s, a.id, "ab" * 32) is None
-        rejected = _claimed(s, a.id)
+        rejected = _claimed(s, a.id, stored=same)
         crud.record_verdict(s, rejected, ok=False, reason="bad", episodes=[])
         assert crud.same_upload(s, a.id, "ab" * 32) is None
-        queued = submit(s, a.id)
-        later = submit(s, a.id)
+        queued = submit(s, a.id, same)
         assert crud.same_upload(s, a.id, "ab" * 32).id == queued
+        # Storing the same bundle again (two identical uploads racing) stores nothing.
+        with pytest.raises(crud.AlreadyUploaded) as again:
+            submit(s, a.id, same)
+        assert again.value.submission.id == queued
         submit(s, a.id, upload(sha256="cd" * 32))
         assert crud.same_upload(s, b.id, "ab" * 32) is None
-        for _ in range(2):
-            crud.claim_next(s)
+        assert submit(s, b.id, same) != queued  # another team's upload is its own
+        crud.claim_next(s)
         verified(s, queued, ("h1",))
         assert crud.same_upload(s, a.id, "ab" * 32).id == queued
-        assert later != queued
 
 
 def test_reproductions_count_distinct_other_teams_not_the_entrys_own(

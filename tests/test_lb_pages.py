@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -448,7 +449,8 @@ def test_a_rejected_submission_shows_its_reason_and_episode_reasons(tmp_path: Pa
             fields={"method": "<i>forged</i>"},
         )
         queued = crud.store_submission(session, team.id, upload, daily_limit=3, now=T0).id
-        pending = crud.store_submission(session, team.id, upload, daily_limit=3, now=T0).id
+        other = replace(upload, bundle_sha256="0" * 64)  # another bundle of the team's
+        pending = crud.store_submission(session, team.id, other, daily_limit=3, now=T0).id
         crud.claim_next(session, T0)
         bad = verdict.episodes[0]
         crud.record_verdict(

@@ -46,9 +46,13 @@ def test_a_run_directory_is_packed_submitted_and_ranked(server: Server, tmp_path
     done = _submit(str(run), "--server", server.url, "--token-file", str(token))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verified: entry" in done.stdout and "rank 1" in done.stdout
-    # The same traces again: a reproduction of that entry, still a success.
+    # The same bundle again from the same team: its submission, nothing stored anew.
     again = _submit(str(run), "--server", server.url, "--token-file", str(token))
-    assert again.returncode == 0 and "a reproduction of entry" in again.stdout
+    assert again.returncode == 0 and "uploaded before as submission" in again.stdout
+    # The same traces from another team: a reproduction of that entry, still a success.
+    other = _token_file(server, "second-team", tmp_path / "other.token")
+    copy = _submit(str(run), "--server", server.url, "--token-file", str(other))
+    assert copy.returncode == 0 and "a reproduction of entry" in copy.stdout
 
 
 def test_a_rejected_bundle_prints_the_servers_reason_and_exits_1(

@@ -3,6 +3,7 @@ server builds them, and threads started together to race each other."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,10 +33,11 @@ class Check:
 
 
 def upload(
-    track: str = TRACK, challenge_id: str | None = None, sha256: str = "ab" * 32, **fields: Any
+    track: str = TRACK, challenge_id: str | None = None, sha256: str | None = None, **fields: Any
 ) -> crud.Upload:
-    """An upload of ``track`` (its bundle's sha256 ``sha256``) with submission fields ``fields``
-    (method ``oracle`` unless given)."""
+    """An upload of ``track`` (its bundle's sha256 ``sha256``, a bundle of its own when None)
+    with submission fields ``fields`` (method ``oracle`` unless given)."""
+    sha256 = sha256 or secrets.token_hex(32)
     suite, version = track.split(".")[0].rsplit("-", 1)
     return crud.Upload(
         track=track,
