@@ -165,14 +165,19 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's fields, refusing a repeated key: readers disagree on which copy wins,
-    so a trace could say one thing to the verifier and another to a reader."""
+class RepeatedKey(ValueError):
+    """A JSON object repeats a key."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's fields (``object_pairs_hook`` of ``json.loads``), refusing a repeated
+    key with :class:`RepeatedKey`: readers disagree on which copy wins, so a trace could say
+    one thing to the verifier and another to a reader."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
         repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {shown(repeated, 40)} appears twice in one object")
+        raise RepeatedKey(f"the key {shown(repeated, 40)} appears twice in one object")
     return obj
 
 
@@ -185,7 +190,7 @@ def json_values(data: bytes) -> int:
 def _json(data: bytes, where: str) -> Any:
     try:
         return json.loads(
-            data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_keys
+            data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=unique_keys
         )
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise _fail(where, f"not valid JSON: {str(err)[:200]}") from err

@@ -186,3 +186,15 @@ def test_a_duplicate_key_in_the_manifest_is_refused(server: Server, token: str) 
     assert response.status_code == 422, response.text
     assert response.json()["field"] == "manifest.json"
     assert "'baseline' appears twice" in response.json()["detail"]
+
+
+def test_a_duplicate_key_in_a_request_body_is_refused(server: Server, token: str) -> None:
+    # A last-key-wins reader would draw a challenge of the hidden-seed suite.
+    response = httpx.post(
+        f"{server.url}/api/challenges",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        content=b'{"suite": "smoke", "suite": "test"}',
+        timeout=120,
+    )
+    assert response.status_code == 422, response.text
+    assert "body: the key 'suite' appears twice" in response.json()["detail"]

@@ -8,6 +8,7 @@ every trace records it). See :mod:`leaderboard.challenges` for how the seeds are
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from leaderboard import crud
 from leaderboard.auth import TeamIdentity, current_team
+from leaderboard.bundle import RepeatedKey, unique_keys
 from leaderboard.challenges import issue_challenge
 from leaderboard.db.session import get_session
 from leaderboard.settings import Settings
@@ -46,11 +48,23 @@ class ChallengeOut(BaseModel):
     episodes: list[ChallengeEpisodeOut]
 
 
+async def no_repeated_keys(request: Request) -> None:
+    """Refuse (422) a JSON body that repeats a key, as every JSON the server reads; other
+    malformed bodies are left to the body's own validation."""
+    try:
+        json.loads(await request.body(), object_pairs_hook=unique_keys)
+    except RepeatedKey as err:
+        raise crud.Refused(422, f"body: {err}") from None
+    except ValueError:
+        pass
+
+
 @router.post(
     "",
     status_code=201,
     response_model=ChallengeOut,
     summary="Draw a challenge: the test episodes this team must run and submit",
+    dependencies=[Depends(no_repeated_keys)],
 )
 def new_challenge(
     body: ChallengeRequest,
