@@ -33,12 +33,15 @@ _CLOSED_RECEPTACLE = (170, 90, 60)
 _PICKUPABLE = (60, 60, 160)
 
 
-def top_down(world: World, pixels_per_metre: int = 80, margin: float = 0.5) -> Image.Image:
+def top_down(
+    world: World, pixels_per_metre: int = 80, margin: float = 0.5, agents: bool = True
+) -> Image.Image:
     """Draw the reachable grid, object footprints, agents with their headings and held objects.
 
     Receptacles are outlined (green when open or not openable, brown when closed), pickupable
     objects are blue dots, each agent is a coloured disc with an arrow for its heading, a label
-    ``a<k>`` and, when it holds something, the held object's type.
+    ``a<k>`` and, when it holds something, the held object's type. ``agents=False`` leaves the
+    agents out (a caller that draws them its own way); held objects stay hidden.
     """
     x0, x1, z0, z1 = world.scene.bounds
     x0, x1, z0, z1 = x0 - margin, x1 + margin, z0 - margin, z1 + margin
@@ -73,7 +76,7 @@ def top_down(world: World, pixels_per_metre: int = 80, margin: float = 0.5) -> I
             draw.rectangle((a, b, c, d), outline=_FURNITURE)
 
     radius = 0.18 * pixels_per_metre
-    for k, agent in enumerate(world.agents):
+    for k, agent in enumerate(world.agents if agents else ()):
         colour = AGENT_COLOURS[k % len(AGENT_COLOURS)]
         cx, cz = px(agent.i * GRID_SIZE, agent.j * GRID_SIZE)
         draw.ellipse((cx - radius, cz - radius, cx + radius, cz + radius), fill=colour)

@@ -151,20 +151,6 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-class _Unpeopled:
-    """A world seen without its agents: :func:`top_down` draws its map, and the agents are drawn
-    over it as numbered discs. Everything else (carried objects hidden, positions) is the
-    world's own."""
-
-    agents: tuple[()] = ()
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._world, name)
-
-
 def _scale(world: World, map_px: int) -> int:
     """Pixels per metre that make the map's longer side about ``map_px``."""
     x0, x1, z0, z1 = world.scene.bounds
@@ -257,7 +243,7 @@ def replay_frame(world: World, caption: FrameCaption, map_px: int = FRAME_MAP_PX
     on its right, the panel of ``caption``, the agents (colour, number, held object) and the
     map's key."""
     ppm = _scale(world, map_px)
-    world_map = top_down(_Unpeopled(world), pixels_per_metre=ppm)  # type: ignore[arg-type]
+    world_map = top_down(world, pixels_per_metre=ppm, agents=False)
     _agents(world_map, world, ppm)
     panel = _panel(world, caption, max(11, map_px // 32), world_map.height)
     frame = Image.new("RGB", (world_map.width + panel.width, panel.height), _PANEL)

@@ -30,6 +30,13 @@ def test_the_top_down_map_shows_each_agent_in_its_colour(tmp_path: Path) -> None
         assert _pixel_behind(c.world, agent, image.convert("RGB")) == AGENT_COLOURS[k]
 
 
+def test_a_map_without_agents_leaves_their_cells_as_floor() -> None:
+    c = Controller(scene="FloorPlan1", agentCount=3, seed=1)
+    bare = top_down(c.world, agents=False)
+    for agent in c.world.agents:
+        assert _pixel_behind(c.world, agent, bare) not in AGENT_COLOURS
+
+
 def test_the_map_changes_when_an_agent_moves_and_a_gif_holds_every_frame(tmp_path: Path) -> None:
     c = Controller(scene="FloorPlan1", agentCount=2, seed=0)
     frames = [top_down(c.world)]
