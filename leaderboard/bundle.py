@@ -29,11 +29,9 @@ import gzip
 import hashlib
 import io
 import json
-import math
 import re
 import tarfile
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -43,6 +41,17 @@ import yaml
 from benchmark.metrics import METRIC_NAMES
 from leaderboard.archive import BundleError, Limits, read_members
 from leaderboard.tracks import Track
+from leaderboard.untrusted import (
+    closed,
+    fail,
+    in_range,
+    json_values,
+    load_yaml,
+    one_line,
+    parse_json,
+    require,
+    shown,
+)
 
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -53,11 +62,6 @@ _TRACE_NAME = re.compile(r"traces/[A-Za-z0-9._:+-]{1,200}\.json")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 SUBMISSION_MAX_BYTES = 65536  # submission.yaml holds a few short fields
 YAML_MAX_DEPTH = 8  # submission.yaml is a flat mapping of scalars; 8 levels is generous
-# Every integer of a bundle fits a signed 64-bit column; reals are finite and below 1e18.
-INT_RANGE = (-(2**63), 2**63 - 1)
-REAL_MAX = 1e18
-MAX_FIELD_CHARS = 1000  # a name, key, id or version in a manifest, row or trace config
-MAX_TEXT_CHARS = 100_000  # a trace's instruction
 # Self-reported figures of submission.yaml: (lowest, highest).
 PARAMETERS_RANGE = (0, 10**13)  # ten trillion parameters
 LLM_TOKENS_RANGE = (0, 10**15)
@@ -73,162 +77,12 @@ def trace_member(key: str) -> str:
     return f"{TRACES}/{key.replace('/', '__')}.json"
 
 
-def _fail(field: str, message: str) -> BundleError:
-    return BundleError(422, field, message)
-
-
-def _is_int(value: Any) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and INT_RANGE[0] <= value <= INT_RANGE[1]
-    )
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value) and abs(value) <= REAL_MAX
-    return _is_int(value)
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A short description of an untrusted value for a refusal: a string's first ``limit``
-    characters, a number, or the type of anything else; never a whole repr (a value can be
-    built to make its repr enormous)."""
-    if isinstance(value, str):
-        return repr(value[:limit]) + ("..." if len(value) > limit else "")
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, int):
-        return repr(value) if abs(value) < 10**21 else f"an integer of {len(str(value))} digits"
-    if isinstance(value, float):
-        return repr(value)
-    return {dict: "an object", list: "a list"}.get(type(value), f"a {type(value).__name__}")
-
-
-_KINDS = {
-    "string": lambda v: isinstance(v, str) and len(v) <= MAX_FIELD_CHARS,
-    "string or null": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_FIELD_CHARS),
-    "text": lambda v: isinstance(v, str) and len(v) <= MAX_TEXT_CHARS,
-    "integer": _is_int,
-    "boolean": lambda v: isinstance(v, bool),
-    "number": _is_number,
-    "number or null": lambda v: v is None or _is_number(v),
-    "object": lambda v: isinstance(v, dict),
-    "list": lambda v: isinstance(v, list),
-}
-
-
-def _require(obj: dict[str, Any], spec: Mapping[str, str], path: str) -> None:
-    """Every field of ``spec`` (name -> kind of :data:`_KINDS`) is in ``obj`` with its kind;
-    ``path`` formats a field's name into its path (``"manifest.track.{}"``)."""
-    for name, kind in spec.items():
-        if name not in obj:
-            raise _fail(path.format(name), "missing")
-        _kind(obj[name], kind, path.format(name))
-
-
-def _kind(value: Any, kind: str, where: str) -> None:
-    if not _KINDS[kind](value):
-        within = {
-            "integer": " within the documented range",
-            "number": " within the documented range",
-            "string": f" of at most {MAX_FIELD_CHARS} characters",
-            "string or null": f" of at most {MAX_FIELD_CHARS} characters",
-            "text": f" of at most {MAX_TEXT_CHARS} characters",
-        }.get(kind, "")
-        raise _fail(where, f"expected {kind}{within}, got {shown(value)}")
-
-
-def _closed(obj: dict[str, Any], known: Mapping[str, str], path: str, stats: bool = False) -> None:
-    """``obj`` holds only fields of ``known`` (kinds checked when present) and, with ``stats``,
-    at most MAX_STATS numbers named ``<namespace>/<name>``; an unknown field is refused, named."""
-    unknown = []
-    stat_names = 0
-    for name, value in obj.items():
-        if name in known:
-            _kind(value, known[name], path.format(name))
-        elif stats and _STAT_NAME.fullmatch(name):
-            stat_names += 1
-            _kind(value, "number or null", path.format(name))
-        else:
-            unknown.append(name)
-    if unknown:
-        names = ", ".join(shown(n, 40) for n in sorted(unknown)[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise _fail(path.format(unknown[0]), f"unknown field(s) {names}{more}")
-    if stat_names > MAX_STATS:
-        raise _fail(path.format("*"), f"{stat_names} statistics, at most {MAX_STATS}")
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-class RepeatedKey(ValueError):
-    """A JSON object repeats a key."""
-
-
-def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's fields (``object_pairs_hook`` of ``json.loads``), refusing a repeated
-    key with :class:`RepeatedKey`: readers disagree on which copy wins, so a trace could say
-    one thing to the verifier and another to a reader."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise RepeatedKey(f"the key {shown(repeated, 40)} appears twice in one object")
-    return obj
-
-
-def json_values(data: bytes) -> int:
-    """An upper bound on the JSON values in ``data``: every value but the first follows a
-    ``,``, ``:``, ``[`` or ``{`` (counting those inside strings too only overestimates)."""
-    return data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{") + 1
-
-
-def _json(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(
-            data.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=unique_keys
-        )
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise _fail(where, f"not valid JSON: {str(err)[:200]}") from err
-
-
-class _SubmissionLoader(yaml.SafeLoader):
-    """YAML's safe loader without anchors or aliases (one alias can stand for millions of
-    values) and at most YAML_MAX_DEPTH levels deep (the composer recurses per level)."""
-
-    depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise yaml.MarkedYAMLError(
-                problem="anchors and aliases are not accepted", problem_mark=event.start_mark
-            )
-        if self.depth >= YAML_MAX_DEPTH:
-            raise yaml.MarkedYAMLError(
-                problem=f"nested more than {YAML_MAX_DEPTH} levels deep",
-                problem_mark=event.start_mark,
-            )
-        self.depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-
 def load_submission_yaml(data: bytes) -> Any:
-    """Parse ``submission.yaml`` under the bounds of :class:`_SubmissionLoader`; BundleError
-    (422 naming the file, 413 past SUBMISSION_MAX_BYTES) on anything else."""
+    """Parse ``submission.yaml`` without anchors or aliases and at most YAML_MAX_DEPTH deep;
+    BundleError (422 naming the file, 413 past SUBMISSION_MAX_BYTES) on anything else."""
     if len(data) > SUBMISSION_MAX_BYTES:
         raise BundleError(413, SUBMISSION, f"larger than {SUBMISSION_MAX_BYTES} bytes")
-    try:
-        return yaml.load(data.decode("utf-8"), Loader=_SubmissionLoader)
-    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
-        raise _fail(SUBMISSION, f"not valid YAML: {str(err)[:300]}") from err
+    return load_yaml(data, SUBMISSION, YAML_MAX_DEPTH)
 
 
 @dataclass(frozen=True)
@@ -266,18 +120,18 @@ class Submission:
             if value is None and name == "model":
                 continue
             if not isinstance(value, str) or len(value) > limit:
-                raise _fail(
+                raise fail(
                     where + name,
                     f"expected a string of at most {limit} characters, got {shown(value)}",
                 )
             if name != "description":
-                _one_line(value, where + name)
+                one_line(value, where + name)
         if not self.method.strip():
-            raise _fail(where + "method", "must not be empty")
-        _in_range(self.llm_tokens, "integer", LLM_TOKENS_RANGE, where + "llm_tokens")
-        _in_range(self.wall_time_s, "number", WALL_TIME_RANGE, where + "wall_time_s")
+            raise fail(where + "method", "must not be empty")
+        in_range(self.llm_tokens, "integer", LLM_TOKENS_RANGE, where + "llm_tokens")
+        in_range(self.wall_time_s, "number", WALL_TIME_RANGE, where + "wall_time_s")
         if self.parameters is not None:
-            _in_range(self.parameters, "integer", PARAMETERS_RANGE, where + "parameters")
+            in_range(self.parameters, "integer", PARAMETERS_RANGE, where + "parameters")
         for name in ("code_url", "paper_url"):
             url = getattr(self, name)
             if url is None:
@@ -290,49 +144,26 @@ class Submission:
                 or re.search(r"[\s\x00-\x1f\x7f]", url)
                 or any(unicodedata.category(c) == "Cf" for c in url)
             ):
-                raise _fail(where + name, f"expected an http(s) URL, got {shown(url)}")
+                raise fail(where + name, f"expected an http(s) URL, got {shown(url)}")
 
     @classmethod
     def from_dict(cls, data: Any) -> Submission:
         """Validate a parsed ``submission.yaml``; BundleError names the field."""
         if not isinstance(data, dict):
-            raise _fail(SUBMISSION, f"expected a mapping of fields, got {shown(data)}")
+            raise fail(SUBMISSION, f"expected a mapping of fields, got {shown(data)}")
         valid = [f.name for f in fields(cls)]
         unknown = sorted(shown(k, 40) for k in data if k not in valid)
         if unknown:
-            raise _fail(
+            raise fail(
                 SUBMISSION, f"unknown field(s) [{', '.join(unknown[:5])}]; valid fields are {valid}"
             )
         for name in ("method", "llm_tokens", "wall_time_s"):
             if name not in data:
-                raise _fail(f"{SUBMISSION}.{name}", "missing")
+                raise fail(f"{SUBMISSION}.{name}", "missing")
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _one_line(value: str, where: str) -> None:
-    """``value`` holds no control or format (Cf) character; the refusal names the first."""
-    for c in value:
-        category = unicodedata.category(c)
-        if category in ("Cc", "Cf"):
-            kind = "a control" if category == "Cc" else "a Unicode format (Cf)"
-            raise _fail(
-                where,
-                f"expected one line without control or format characters; holds {kind} "
-                f"character U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})",
-            )
-
-
-def _in_range(value: Any, kind: str, bounds: tuple[float, float], where: str) -> None:
-    lo, hi = bounds
-    if not _KINDS[kind](value) or not lo <= value <= hi:
-        raise _fail(
-            where,
-            f"expected {'an integer' if kind == 'integer' else 'a number'} "
-            f"from {lo:g} to {hi:g}, got {shown(value)}",
-        )
 
 
 @dataclass(frozen=True)
@@ -367,7 +198,7 @@ def track_of_manifest(manifest: dict[str, Any]) -> Track:
     try:
         return Track(suite=manifest["suite"], suite_version=manifest["suite_version"], **track)
     except (TypeError, ValueError) as err:
-        raise _fail("manifest.track", str(err)) from err
+        raise fail("manifest.track", str(err)) from err
 
 
 _MANIFEST_FIELDS = {
@@ -450,37 +281,37 @@ _CONFIG_OPTIONAL = {"task_file": "object"}  # a task outside the registry (verif
 
 
 def _manifest(contents: dict[str, bytes]) -> dict[str, Any]:
-    manifest = _json(contents[MANIFEST], MANIFEST)
+    manifest = parse_json(contents[MANIFEST], MANIFEST)
     if not isinstance(manifest, dict):
-        raise _fail(MANIFEST, "expected a JSON object")
-    _require(manifest, _MANIFEST_FIELDS, "manifest.{}")
+        raise fail(MANIFEST, "expected a JSON object")
+    require(manifest, _MANIFEST_FIELDS, "manifest.{}")
     if manifest["format"] != BUNDLE_FORMAT:
-        raise _fail("manifest.format", f"expected {BUNDLE_FORMAT}, got {shown(manifest['format'])}")
+        raise fail("manifest.format", f"expected {BUNDLE_FORMAT}, got {shown(manifest['format'])}")
     if "challenge" not in manifest:
-        raise _fail("manifest.challenge", "missing (null when the suite has no challenge)")
+        raise fail("manifest.challenge", "missing (null when the suite has no challenge)")
     if manifest["challenge"] is not None and not isinstance(manifest["challenge"], str):
-        raise _fail("manifest.challenge", "expected a challenge id or null")
-    _closed(
+        raise fail("manifest.challenge", "expected a challenge id or null")
+    closed(
         manifest,
         {**_MANIFEST_FIELDS, **_MANIFEST_RUN_FIELDS, "challenge": "string or null"},
         "manifest.{}",
     )
-    _require(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
-    _closed(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
+    require(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
+    closed(manifest["track"], _TRACK_FIELDS, "manifest.track.{}")
     track_of_manifest(manifest)
     members = manifest["members"]
     for name, digest in members.items():
         if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-            raise _fail(f"manifest.members.{shown(name, 80)}", "expected a sha256 hex digest")
+            raise fail(f"manifest.members.{shown(name, 80)}", "expected a sha256 hex digest")
     present = set(contents) - {MANIFEST}
     for name in sorted(present - set(members)):
-        raise _fail("manifest.members", f"{name} is in the archive but not listed")
+        raise fail("manifest.members", f"{name} is in the archive but not listed")
     for name in sorted(set(members) - present):
-        raise _fail(f"manifest.members.{shown(name, 80)}", "listed but not in the archive")
+        raise fail(f"manifest.members.{shown(name, 80)}", "listed but not in the archive")
     for name in sorted(present):
         actual = hashlib.sha256(contents[name]).hexdigest()
         if actual != members[name]:
-            raise _fail(
+            raise fail(
                 f"manifest.members.{name}",
                 f"sha256 {members[name]} does not match the member's content ({actual})",
             )
@@ -494,34 +325,34 @@ def _rows(data: bytes) -> list[dict[str, Any]]:
     rows = []
     for number, line in enumerate(lines, 1):
         where = f"{ROWS} line {number}"
-        row = _json(line, where)
+        row = parse_json(line, where)
         if not isinstance(row, dict):
-            raise _fail(where, "expected a JSON object")
-        _require(row, ROW_FIELDS, f"{where}: field '{{}}'")
-        _closed(row, _ROW_KNOWN, f"{where}: field '{{}}'", stats=True)
+            raise fail(where, "expected a JSON object")
+        require(row, ROW_FIELDS, f"{where}: field '{{}}'")
+        closed(row, _ROW_KNOWN, f"{where}: field '{{}}'", _STAT_NAME, MAX_STATS)
         if row["status"] != "ok":
-            raise _fail(
+            raise fail(
                 f"{where}: field 'status'",
                 f"{shown(row['status'])}: only finished episodes (status ok) can be submitted",
             )
         rows.append(row)
     if not rows:
-        raise _fail(ROWS, "no episodes")
+        raise fail(ROWS, "no episodes")
     return rows
 
 
 def _trace(data: bytes, name: str) -> dict[str, Any]:
-    trace = _json(data, name)
+    trace = parse_json(data, name)
     if not isinstance(trace, dict):
-        raise _fail(name, "expected a JSON object")
-    _require(trace, _TRACE_FIELDS, f"{name}: field '{{}}'")
-    _closed(trace, {**_TRACE_FIELDS, **_TRACE_BODY_FIELDS}, f"{name}: field '{{}}'")
-    _require(trace["config"], _CONFIG_FIELDS, f"{name}: field 'config.{{}}'")
-    _closed(trace["config"], {**_CONFIG_FIELDS, **_CONFIG_OPTIONAL}, f"{name}: field 'config.{{}}'")
+        raise fail(name, "expected a JSON object")
+    require(trace, _TRACE_FIELDS, f"{name}: field '{{}}'")
+    closed(trace, {**_TRACE_FIELDS, **_TRACE_BODY_FIELDS}, f"{name}: field '{{}}'")
+    require(trace["config"], _CONFIG_FIELDS, f"{name}: field 'config.{{}}'")
+    closed(trace["config"], {**_CONFIG_FIELDS, **_CONFIG_OPTIONAL}, f"{name}: field 'config.{{}}'")
     return trace
 
 
-def _count_json(contents: dict[str, bytes], limits: Limits) -> None:
+def _countparse_json(contents: dict[str, bytes], limits: Limits) -> None:
     """Refuse (413) a bundle whose JSON members could hold more than
     ``limits.max_json_values`` values, before any is parsed."""
     values = sum(json_values(data) for name, data in contents.items() if name != SUBMISSION)
@@ -552,8 +383,8 @@ def read_bundle(stream: BinaryIO, limits: Limits | None = None) -> Bundle:
     )
     for name in (MANIFEST, ROWS, SUBMISSION):
         if name not in contents:
-            raise _fail(name, "missing from the archive")
-    _count_json(contents, limits)
+            raise fail(name, "missing from the archive")
+    _countparse_json(contents, limits)
     manifest = _manifest(contents)
     rows = _rows(contents[ROWS])
     submission = Submission.from_dict(load_submission_yaml(contents[SUBMISSION])).to_dict()
@@ -563,13 +394,13 @@ def read_bundle(stream: BinaryIO, limits: Limits | None = None) -> Bundle:
     for number, row in enumerate(rows, 1):
         name = trace_member(row["key"])
         if name not in contents:
-            raise _fail(f"{ROWS} line {number}", f"its trace {name} is not in the archive")
+            raise fail(f"{ROWS} line {number}", f"its trace {name} is not in the archive")
         paired.add(name)
         if row["key"] not in traces:
             traces[row["key"]] = _trace(contents[name], name)
             trace_members[name] = contents[name]
     for name in sorted(n for n in contents if n.startswith(f"{TRACES}/") and n not in paired):
-        raise _fail(name, f"no row of {ROWS} has this trace")
+        raise fail(name, f"no row of {ROWS} has this trace")
     return Bundle(manifest, rows, traces, submission, sha256, trace_members)
 
 

@@ -17,7 +17,6 @@ its traces with are every entry written before it.
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from leaderboard.db import models
 from leaderboard.db.models import TEAM_NAME_MAX, Entry, EpisodeResult, Submission, Team, Token
 from leaderboard.db.session import begin_write
 from leaderboard.tracks import Track, suites
+from leaderboard.untrusted import invisible_character
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
@@ -85,30 +85,18 @@ def utcnow() -> datetime:
 # --- teams and tokens -------------------------------------------------------------------------
 
 
-def format_character(value: str) -> str | None:
-    """The first Unicode format character (category Cf: bidi controls such as U+202E, zero-width
-    characters such as U+200B) in ``value``, as ``U+202E (RIGHT-TO-LEFT OVERRIDE)``; None when
-    there is none. Such characters are invisible and can make one name render as another."""
-    for c in value:
-        if unicodedata.category(c) == "Cf":
-            return f"U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})"
-    return None
-
-
 def check_team_name(name: str) -> str:
     """``name`` unchanged if it can be a team name: not blank, at most TEAM_NAME_MAX
-    characters, no control characters and no format characters (:func:`format_character`);
-    the pages escape everything else."""
+    characters, no control and no Unicode format characters (bidi overrides, zero-width
+    spaces: they can make one name render as another); the pages escape everything else."""
     if not name.strip():
         raise Refused(422, "team name: must not be empty")
     if len(name) > TEAM_NAME_MAX:
         raise Refused(422, f"team name: {len(name)} characters, at most {TEAM_NAME_MAX}")
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        raise Refused(422, "team name: must not hold control characters")
-    hidden = format_character(name)
+    hidden = invisible_character(name)
     if hidden is not None:
         raise Refused(
-            422, f"team name: must not hold invisible format characters; it holds {hidden}"
+            422, f"team name: must not hold control or format characters; it holds {hidden}"
         )
     return name
 

@@ -28,8 +28,9 @@ from benchmark.env import make_env, replay, trace_hash
 from benchmark.metrics import episode_metrics
 from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
 from benchmark.tasks import load_task
-from leaderboard.bundle import Bundle, BundleError, read_bundle, shown
+from leaderboard.bundle import Bundle, BundleError, read_bundle
 from leaderboard.tracks import EpisodeRef, Track, expected_episodes, load_suite
+from leaderboard.untrusted import shown
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from leaderboard import crud
 from leaderboard.auth import TeamIdentity, current_team
-from leaderboard.bundle import RepeatedKey, unique_keys
 from leaderboard.challenges import issue_challenge
 from leaderboard.db.session import get_session
 from leaderboard.settings import Settings
 from leaderboard.tracks import suites
+from leaderboard.untrusted import RepeatedKey, unique_keys
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
 

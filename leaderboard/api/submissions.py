@@ -32,10 +32,11 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from benchmark.runner.challenge import Challenge
 from leaderboard import board, crud
 from leaderboard.auth import TeamIdentity, current_team
-from leaderboard.bundle import read_bundle, shown, stored_form
+from leaderboard.bundle import read_bundle, stored_form
 from leaderboard.db import models
 from leaderboard.db.session import get_session
 from leaderboard.settings import Settings
+from leaderboard.untrusted import shown
 from leaderboard.verify import plan
 
 router = APIRouter(prefix="/api/submissions", tags=["submissions"])
