@@ -3,8 +3,9 @@
 Members (no others; a ``traces`` directory entry is tolerated):
 
 * ``manifest.json``: ``format``, ``suite``, ``suite_version``, ``track`` (``n_agents``, ``comm``,
-  ``observability``, ``action_level``), ``challenge`` (id or null), ``baseline``,
-  ``code_version``, ``config_hash``, and ``members``: the sha256 of every other member;
+  ``observability``, ``action_level``), ``challenge`` (id or null), ``baseline``, ``members``:
+  the sha256 of every other member, and optionally the run's ``code_version`` and
+  ``config_hash`` (which the server cannot check and does not keep);
 * ``episodes.jsonl``: the run's rows of the track (run and reference episodes), one per line;
 * ``traces/<row key, "/" replaced by "__">.json``: the trace of every row;
 * ``submission.yaml``: what the board shows of the method (:class:`Submission`).
