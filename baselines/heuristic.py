@@ -44,7 +44,7 @@ from collections import deque
 from typing import Any
 
 from baselines.goal_routes import no_route, unpursuable
-from baselines.heuristic_goals import CARRIED, about, names, places, satisfied, verb
+from baselines.heuristic_goals import CARRIED, GoalReader, about, names, places, satisfied, verb
 from baselines.heuristic_homes import Homes
 from baselines.heuristic_lift import LiftCrew
 from benchmark.agents import Team
@@ -100,21 +100,8 @@ class HeuristicAgent:
         self.homes = Homes(goal)  # where @home goals want their objects
         self.facts = facts = object_facts()
         self.tools = facts.slicing_tools
-        self.makes: dict[str, str] = {  # source type -> the derived type a goal wants
-            way.source: _type(c.subject)
-            for c in goal
-            for way in facts.derivations(_type(c.subject))
-            if way.action == "SliceObject"
-        }
-        # Appliances a goal needs (heat sources, basins and their faucets, coffee machines).
-        self.appliances = {
-            kind
-            for c in goal
-            if verb(c) in ("cook", "wash", "fill")
-            for kind in places(c, _type(c.subject), facts)
-        }
-        if self.appliances & set(BASINS):
-            self.appliances.add("Faucet")
+        self.reader = GoalReader(goal, facts)
+        self.makes = self.reader.makes  # source type -> the derived type a goal wants
 
     # ------------------------------------------------------------------ perception
     def observe(self, obs: dict[str, Any]) -> None:
@@ -125,8 +112,7 @@ class HeuristicAgent:
         for entry in obs["visible"]:
             oid = entry["objectId"]
             self.seen[oid] = dict(entry)
-            useful = self._wanted(oid) or self._destination(oid) or self._ingredient(oid)
-            if useful and oid not in self.reported:
+            if self.reader.relevant(oid) and oid not in self.reported:
                 self.reported.add(oid)
                 where = f" in {entry['in']}" if entry["in"] else ""
                 self.outbox.append(f"found {oid}{where}")
@@ -182,19 +168,12 @@ class HeuristicAgent:
 
     # ------------------------------------------------------------------ goal reading
     def _wanted(self, oid: str) -> bool:
-        return any(about(c, oid) for c in self.goal)
-
-    def _ingredient(self, oid: str) -> bool:
-        """Whether ``oid`` is a source of pieces a goal wants, or a knife a goal needs."""
-        slicing = bool(self.makes) or any(c.predicate == "isSliced" for c in self.goal)
-        return _type(oid) in self.makes or (slicing and _type(oid) in self.tools)
+        return self.reader.wanted(oid)
 
     def _destination(self, oid: str) -> bool:
         """Whether ``oid`` is where a goal wants things put, or an appliance a goal needs
         (worth telling the others about)."""
-        if _type(oid) in self.appliances:
-            return True
-        return any(c.predicate == "inside" and c.value and names(c.target, oid) for c in self.goal)
+        return self.reader.destination(oid)
 
     def _free(self, oid: str, holding: str) -> bool:
         """Whether it may work on ``oid``: not given up, not claimed by another, not in hand."""

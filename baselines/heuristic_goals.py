@@ -17,6 +17,7 @@ from baselines.goal_routes import heater_types, liquid_sources, no_route, washin
 from benchmark.goals import HOME, Clause
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import ObjectFacts
+from benchmark.sim.state_changes import BASINS
 
 CARRIED = ("take", "remove", "cook", "wash", "fill")  # verbs that carry the object somewhere
 
@@ -84,3 +85,55 @@ def places(c: Clause, kind: str, facts: ObjectFacts) -> tuple[str, ...]:
         liquid = c.target if c.predicate == "filledWith" else None
         return tuple(liquid_sources(kind, liquid, facts))
     return ()
+
+
+class GoalReader:
+    """What a goal makes worth knowing about, read once from its clauses: the objects it is
+    about, where it wants things and the appliances it needs, and the sources and tools of
+    pieces it wants sliced. The heuristic agents and the LLM agents' memory read goals alike.
+
+    Attributes:
+        goal: the clauses.
+        facts: the object facts (derivations, slicing tools, appliances).
+        makes: source type -> the derived type a goal wants (``Tomato`` -> ``TomatoSliced``).
+        appliances: types a goal needs to cook, wash or fill in (faucets with basins).
+    """
+
+    def __init__(self, goal: list[Clause], facts: ObjectFacts) -> None:
+        self.goal = goal
+        self.facts = facts
+        self.makes: dict[str, str] = {
+            way.source: type_of_id(c.subject)
+            for c in goal
+            for way in facts.derivations(type_of_id(c.subject))
+            if way.action == "SliceObject"
+        }
+        self.appliances = {
+            kind
+            for c in goal
+            if verb(c) in ("cook", "wash", "fill")
+            for kind in places(c, type_of_id(c.subject), facts)
+        }
+        if self.appliances & set(BASINS):
+            self.appliances.add("Faucet")
+
+    def wanted(self, oid: str) -> bool:
+        """Whether a clause is about ``oid``."""
+        return any(about(c, oid) for c in self.goal)
+
+    def ingredient(self, oid: str) -> bool:
+        """Whether ``oid`` is a source of pieces a goal wants, or a knife a goal needs."""
+        slicing = bool(self.makes) or any(c.predicate == "isSliced" for c in self.goal)
+        return type_of_id(oid) in self.makes or (
+            slicing and type_of_id(oid) in self.facts.slicing_tools
+        )
+
+    def destination(self, oid: str) -> bool:
+        """Whether ``oid`` is where a goal wants things put, or an appliance a goal needs."""
+        if type_of_id(oid) in self.appliances:
+            return True
+        return any(c.predicate == "inside" and c.value and names(c.target, oid) for c in self.goal)
+
+    def relevant(self, oid: str) -> bool:
+        """Whether ``oid`` is any of these: worth telling the others about."""
+        return self.wanted(oid) or self.destination(oid) or self.ingredient(oid)
