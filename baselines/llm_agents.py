@@ -38,10 +38,12 @@ from typing import Any
 
 from baselines.handles import Handles
 from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
+from baselines.memory import AgentMemory
 from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
+from benchmark.goals import parse_clause
 from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
 from benchmark.sim.catalog import type_of_id
 from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
@@ -227,6 +229,9 @@ class LLMAgentsTeam(Team):
                 "the episode) and its user part (each decision)"
             )
         self.system, self.user = template.split("\n---\n")
+        # A template whose user part asks for {memory} shows the agent's memory
+        # (baselines.memory) instead of its recent history and current observation.
+        self.uses_memory = "{memory}" in self.user
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
         self.constrained = constrained_default(llm, constrained)
         self.message_chars = message_chars
@@ -251,6 +256,8 @@ class LLMAgentsTeam(Team):
         self.names = {a: Handles() for a in agent_ids}
         for a in agent_ids:
             self.names[a].learn_in(self.instruction)
+        goal = [parse_clause(text) for text in task_info.goal]
+        self.memory = {a: AgentMemory(a, goal, self.names[a]) for a in agent_ids}
 
     def _learn(self, name: str, obs: dict[str, Any]) -> None:
         names = self.names[name]
@@ -265,6 +272,8 @@ class LLMAgentsTeam(Team):
         """Take in a deciding agent's observation: the objects it learns of, and the result of
         its last action into its history."""
         self._learn(name, obs)
+        if self.uses_memory:
+            self.memory[name].observe(obs)
         if obs["last_action"]:
             short = self.names[name].shorten
             result = "ok" if obs["last_success"] else f"failed: {short(obs['feedback'])}"
@@ -294,11 +303,21 @@ class LLMAgentsTeam(Team):
             instruction=self.names[name].shorten(self.instruction),
             say=SAY_HINT.format(recipients="|".join(others)) if others else "",
         )
-        user = self.user.format(
-            history="\n".join(self.history[name]) or "(none)",
-            observation=compact_observation(obs, self.names[name]),
-        )
+        if self.uses_memory:
+            user = self.user.format(memory=self.memory[name].view())
+        else:
+            user = self.user.format(
+                history="\n".join(self.history[name]) or "(none)",
+                observation=compact_observation(obs, self.names[name]),
+            )
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def acted(self, name: str, action: str) -> None:
+        """Take in the action ``name`` decided on (objectIds, with its message): its memory
+        learns the containers it opens and the objects it claims (templates with ``{memory}``;
+        the others keep no memory, so their handles stay as they were)."""
+        if self.uses_memory:
+            self.memory[name].acted(action)
 
     def reply_for(self, name: str, action: str) -> str | None:
         """The JSON reply that means ``action`` (an environment action, objectIds) for ``name``:
@@ -365,6 +384,7 @@ class LLMAgentsTeam(Team):
             visible = [names.shorten(o["objectId"]) for o in observations[a]["visible"]]
             line = names.expand(self._read(reply, c, visible))
             actions[a] = self._comm(a, observations[a], line)
+            self.acted(a, actions[a])
         return actions
 
     def metrics(self) -> dict[str, float]:

@@ -60,6 +60,7 @@ class AgentsDemonstrator(Team):
             chats[a] = self.view.chat(a, observations[a])
         actions = self.teacher.act(observations)
         for a in deciding:
+            self.view.acted(a, actions.get(a, ""))
             reply = self._reply(a, observations[a], actions.get(a, ""))
             if reply is None:
                 self.skipped += 1
