@@ -245,6 +245,7 @@ class SFTConfig:
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])  # adapted
+    lora_layers: int = 0  # LoRA on the top k transformer layers only (0: every layer)
     adapter: str | None = None  # lora: also save the adapter as baselines/adapters/<adapter>
     epochs: int = 3  # passes over the demonstrations
     batch_size: int = 32  # demonstrations per step

@@ -22,12 +22,15 @@ from benchmark.llm.base import Sampling, pad_left
 
 @dataclass(frozen=True)
 class LoraOptions:
-    """LoRA adapters (``peft``) on the attention projections."""
+    """LoRA adapters (``peft``) on the attention projections; ``layers`` > 0 puts them on the
+    top ``layers`` transformer layers only, so a backward pass stops there (the layers below
+    hold nothing to train and need no gradient)."""
 
     r: int = 8
     alpha: int = 16
     dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "v_proj")
+    layers: int = 0
 
 
 @dataclass
@@ -122,6 +125,10 @@ class Policy:
                 from peft import LoraConfig, get_peft_model
             except ImportError as err:  # pragma: no cover - peft is a core dependency
                 raise ImportError("LoRA needs peft: pip install peft") from err
+            depth = model.config.num_hidden_layers
+            if not 0 <= lora.layers <= depth:
+                raise ValueError(f"LoraOptions.layers={lora.layers}: the model has {depth} layers")
+            top = list(range(depth - lora.layers, depth)) if lora.layers else None
             model = get_peft_model(
                 model,
                 LoraConfig(
@@ -129,6 +136,7 @@ class Policy:
                     lora_alpha=lora.alpha,
                     lora_dropout=lora.dropout,
                     target_modules=list(lora.target_modules),
+                    layers_to_transform=top,
                     task_type="CAUSAL_LM",
                 ),
             )

@@ -178,8 +178,41 @@ def _evenly(demos: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
     return [demos[k * len(demos) // keep] for k in range(keep)]
 
 
+def reply_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
+    """Mean negative log-likelihood of the reply tokens, scoring only those: the rows are
+    left-padded so that every reply ends at the last position, and the vocabulary projection
+    runs on the last (longest reply) positions alone instead of the whole prompt (a reply is a
+    few dozen tokens, a prompt a few hundred, the vocabulary 49k wide). Equal to
+    :func:`sft_loss`."""
+    pad = policy.tokenizer.pad_token_id
+    width = max(len(ids) for ids, _ in rows)
+    keep = max(len(ids) - start for ids, start in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    mask = torch.zeros(len(rows), keep)
+    for b, (row, start) in enumerate(rows):
+        ids[b, width - len(row) :] = torch.tensor(row)
+        attn[b, width - len(row) :] = 1
+        mask[b, keep - (len(row) - start) :] = 1
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    dev = policy.device
+    out = policy.model(
+        input_ids=ids.to(dev),
+        attention_mask=attn.to(dev),
+        position_ids=positions.to(dev),
+        logits_to_keep=keep + 1,
+    )
+    # The logit at a position scores the next token: the last keep + 1 positions score the
+    # last keep tokens, and the very last one scores nothing.
+    logsm = torch.log_softmax(out.logits[:, :-1].float(), dim=-1)
+    logp = logsm.gather(-1, ids[:, width - keep :].to(dev).unsqueeze(-1)).squeeze(-1)
+    mask = mask.to(dev)
+    return -(logp * mask).sum() / mask.sum()
+
+
 def sft_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
-    """Mean negative log-likelihood of the reply tokens."""
+    """Mean negative log-likelihood of the reply tokens, scoring every position (the
+    reference :func:`reply_loss` is checked against)."""
     width = max(len(ids) for ids, _ in rows)
     ids = torch.full((len(rows), width), policy.tokenizer.pad_token_id, dtype=torch.long)
     attn = torch.zeros_like(ids)
@@ -224,7 +257,12 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         else resolve_model_dir(cfg.init)
     )
     lora = (
-        LoraOptions(r=cfg.lora_r, alpha=cfg.lora_alpha, target_modules=tuple(cfg.lora_targets))
+        LoraOptions(
+            r=cfg.lora_r,
+            alpha=cfg.lora_alpha,
+            target_modules=tuple(cfg.lora_targets),
+            layers=int(cfg.get("lora_layers", 0)),
+        )
         if cfg.get("lora")
         else None
     )
@@ -239,7 +277,7 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         rng.shuffle(order)
         epoch_losses = []
         for k in range(0, len(order), cfg.batch_size):
-            loss = sft_loss(policy, [rows[i] for i in order[k : k + cfg.batch_size]])
+            loss = reply_loss(policy, [rows[i] for i in order[k : k + cfg.batch_size]])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
