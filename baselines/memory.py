@@ -8,13 +8,15 @@ same inputs (the agent's observations, the messages it receives and its own acti
 :meth:`AgentMemory.view` writes them compactly, objects by handle (:mod:`baselines.handles`):
 
     Tick 14. You hold: nothing. Last: open Cabinet_2 -> ok
-    Goal objects: Apple (in Fridge, claimed by agent_1); Tomato (in sight, on CounterTop)
+    Goal objects: Apple (in Fridge, claimed by agent_1); Tomato (in sight, in CounterTop)
     Places: Fridge (closed, searched); CounterTop (in sight)
     Not searched: Cabinet_3 (in sight, closed); Drawer (closed)
     Heard: agent_1: claim Apple
 
 An object the goal needs (what it is about, where it wants things, the appliances and tools it
-needs: :class:`~baselines.heuristic_goals.GoalReader`) is listed wherever it is; a closed
+needs: :class:`~baselines.heuristic_goals.GoalReader`) is listed wherever it is, with the
+receptacle it belongs in when a rearrangement says (seen ``belongs`` fields, teammates'
+``home`` messages); a closed
 container is listed as not searched until the agent opened it or a teammate said ``searched``
 it, in sight first; objects in sight are marked. Nothing else is remembered, so the prompt stays
 short.
@@ -33,7 +35,7 @@ from baselines.heuristic_goals import GoalReader
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import object_facts
 
-_MESSAGE = re.compile(r"^(claim|found|searched|done) (\S+)(?: in (\S+))?$")
+_MESSAGE = re.compile(r"^(claim|found|searched|done|home) (\S+)(?: in (\S+))?$")
 MAX_UNSEARCHED = 6  # closed containers not searched that the view lists, in sight first
 MAX_PLACES = 6  # other known places (destinations, surfaces in sight) the view lists
 MAX_HEARD = 3  # messages of this decision the view repeats
@@ -67,6 +69,7 @@ class AgentMemory:
         self.searched: dict[str, str] = {}  # container -> who searched it
         self.claims: dict[str, tuple[str, int]] = {}  # objectId -> (agent, tick)
         self.done: set[str] = set()  # objects a teammate said it delivered
+        self.home: dict[str, str] = {}  # objectId -> the receptacle a rearrangement wants it in
         self.heard: deque[str] = deque(maxlen=MAX_HEARD)
         self.tick = 0
         self.holding = ""
@@ -85,6 +88,9 @@ class AgentMemory:
             if o["in"]:
                 self.handles.learn(o["in"])
             self.seen[oid] = Seen(oid, o["state"], o["in"], float(o["distance"]), True)
+            for away in o.get("belongs", ()):  # rearrangement: this is where they belong
+                self.home[away] = oid
+                self.handles.learn(away)
         if obs["holding"]:
             self.handles.learn(obs["holding"])
         self.heard.clear()
@@ -110,6 +116,9 @@ class AgentMemory:
             self.searched.setdefault(oid, sender)
         elif verb == "found" and oid not in self.seen:
             self.seen[oid] = Seen(oid, "", where or "")
+        elif verb == "home" and where:
+            self.home.setdefault(oid, where)
+            self.seen.setdefault(where, Seen(where))
 
     def acted(self, action: str) -> None:
         """Take in the agent's own decision (``<action> [| say <to>: <text>]``, objectIds): a
@@ -137,6 +146,8 @@ class AgentMemory:
         if entry.inside and type_of_id(entry.inside) != "Floor":  # the floor says nothing
             parts.append(f"in {short(entry.inside)}")
         parts.append(entry.state)
+        if oid in self.home:
+            parts.append(f"belongs in {short(self.home[oid])}")
         if oid in self.searched:
             parts.append("searched")
         owner = self._claimed_by(oid)
@@ -167,7 +178,8 @@ class AgentMemory:
         holding = short(self.holding) if self.holding else "nothing"
         head = f"Tick {self.tick}. You hold: {holding}."
         lines = [head + (f" Last: {short(self.last)}" if self.last else "")]
-        goal = [o for o in self.seen if self.reader.wanted(o)]
+        goal = [o for o in self.seen if self.reader.wanted(o) or o in self.home]
+        goal += [o for o in self.home if o not in self.seen]  # its home known, itself not yet
         lines.append("Goal objects: " + (self._list(goal) or "none seen yet"))
         unsearched = self.unsearched()[:MAX_UNSEARCHED]
         places = [
@@ -192,4 +204,4 @@ class AgentMemory:
         return "\n".join(lines)
 
     def _list(self, objects: list[str]) -> str:
-        return "; ".join(self._describe(o, self.seen[o]) for o in objects)
+        return "; ".join(self._describe(o, self.seen.get(o, Seen(o))) for o in objects)

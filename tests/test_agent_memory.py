@@ -102,3 +102,18 @@ def test_the_teachers_decisions_can_be_read_from_the_memory_prompt() -> None:
     assert figures["memory"]["explore_beside_unsearched"] == 0.0
     assert figures["memory"]["target_absent"] < 0.02
     assert figures["decisions_per_episode"] > 10
+
+
+def test_a_rearrangement_home_seen_or_heard_is_shown_with_its_object() -> None:
+    bread, mug = "Bread|+01.62|+00.98|+00.76", "Mug|+00.10|+00.90|+00.20"
+    counter, shelf = "CounterTop|+00.99|+00.95|+01.02", "Shelf|+02.00|+01.00|+00.50"
+    goal = [parse_clause("all: inside(Bread, @home)"), parse_clause("all: inside(Mug, @home)")]
+    memory = AgentMemory("agent_0", goal, Handles())
+    obs = _obs(3, [(counter, "", "", 1.0), (bread, "", "", 2.0)])
+    obs["visible"][0]["belongs"] = [bread]  # the counter is where the bread belongs
+    memory.observe(obs)
+    memory.observe(_obs(4, [], messages=[{"sender": "agent_1", "text": f"home {mug} in {shelf}"}]))
+    view = memory.view()
+    assert "Bread (in sight, belongs in CounterTop)" not in view  # no longer in sight
+    assert "Bread (belongs in CounterTop)" in view
+    assert "Mug (belongs in Shelf)" in view
