@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.sft import reply_loss, sft_loss
+from baselines.rl.sft import decision_weight, reply_loss, sft_loss
 
 
 def _rows(policy: Policy) -> list[tuple[list[int], int]]:
@@ -51,3 +51,18 @@ def test_lora_on_the_top_layers_adapts_only_those(tiny_model: Path) -> None:
     assert adapted and all(f"layers.{depth - 1}." in n for n in adapted)
     with pytest.raises(ValueError, match="layers=9"):
         Policy(tiny_model, lora=LoraOptions(layers=9))
+
+
+def test_routine_decisions_can_weigh_less_than_the_ones_that_matter(tiny_model: Path) -> None:
+    assert decision_weight('{"action": "explore"}', 0.2) == 0.2
+    assert decision_weight('{"action": "wait", "say": {"to": "all", "text": "hi"}}', 0.2) == 0.2
+    assert decision_weight('{"action": "pickup Apple"}', 0.2) == 1.0
+    assert decision_weight("explore | say all: found Apple|+01.00|+00.90|+00.20", 0.5) == 0.5
+    policy = Policy(tiny_model)
+    rows = _rows(policy)
+    # A weight of 0 leaves a row out; equal weights change nothing.
+    with torch.no_grad():
+        dropped = reply_loss(policy, rows, [1.0, 0.0, 1.0]).item()
+        assert dropped == pytest.approx(reply_loss(policy, [rows[0], rows[2]]).item(), rel=1e-5)
+        same = reply_loss(policy, rows, [0.3, 0.3, 0.3]).item()
+        assert same == pytest.approx(reply_loss(policy, rows).item(), rel=1e-5)

@@ -241,6 +241,7 @@ class SFTConfig:
     max_subtasks: int = 8  # llm_planner: most subtasks in a demonstrated plan
     successful_only: bool = False  # llm_* formats: learn only from episodes the teacher solved
     max_demos: int = 0  # keep this many demonstrations, drawn evenly (0: all)
+    routine_weight: float = 1.0  # loss weight of explore/wait decisions (the rest weigh 1)
     lora: bool = False  # train LoRA adapters (peft) instead of all weights
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale

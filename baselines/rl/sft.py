@@ -178,12 +178,30 @@ def _evenly(demos: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
     return [demos[k * len(demos) // keep] for k in range(keep)]
 
 
-def reply_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
+ROUTINE_SKILLS = ("explore", "wait")  # decisions repeated many times an episode
+
+
+def decision_weight(reply: str, routine: float) -> float:
+    """The loss weight of a demonstration: ``routine`` for a reply whose action is a routine
+    skill (``explore``, ``wait``: most of an episode's decisions, and the easiest), 1 for the
+    rest (pickup, put, open, toggle, a navigate to a target: the decisions that matter). A
+    reply in JSON (``{"action": ...}``) or a plain action line."""
+    try:
+        action = json.loads(reply).get("action", "")
+    except (json.JSONDecodeError, AttributeError):
+        action = reply
+    skill = str(action).partition("|")[0].split(" ", 1)[0].strip()
+    return routine if skill in ROUTINE_SKILLS else 1.0
+
+
+def reply_loss(
+    policy: Policy, rows: list[tuple[list[int], int]], weights: list[float] | None = None
+) -> torch.Tensor:
     """Mean negative log-likelihood of the reply tokens, scoring only those: the rows are
     left-padded so that every reply ends at the last position, and the vocabulary projection
     runs on the last (longest reply) positions alone instead of the whole prompt (a reply is a
     few dozen tokens, a prompt a few hundred, the vocabulary 49k wide). Equal to
-    :func:`sft_loss`."""
+    :func:`sft_loss`. ``weights`` (one per row) weigh each row's reply tokens."""
     pad = policy.tokenizer.pad_token_id
     width = max(len(ids) for ids, _ in rows)
     keep = max(len(ids) - start for ids, start in rows)
@@ -207,6 +225,8 @@ def reply_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tenso
     logsm = torch.log_softmax(out.logits[:, :-1].float(), dim=-1)
     logp = logsm.gather(-1, ids[:, width - keep :].to(dev).unsqueeze(-1)).squeeze(-1)
     mask = mask.to(dev)
+    if weights is not None:
+        mask = mask * torch.tensor(weights, dtype=mask.dtype, device=dev).unsqueeze(-1)
     return -(logp * mask).sum() / mask.sum()
 
 
@@ -268,6 +288,10 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
     )
     policy = Policy(init_dir, lora=lora, threads=cfg.threads)
     rows = encode_demos(policy, demos)
+    routine = float(cfg.get("routine_weight", 1.0))
+    if routine < 0:
+        raise ValueError(f"routine_weight={routine}: a loss weight is >= 0")
+    weights = [decision_weight(d["reply"], routine) for d in demos]
     optimizer = torch.optim.AdamW(list(policy.parameters()), lr=cfg.lr)
     order = list(range(len(rows)))
     rng = random.Random(cfg.seed)
@@ -277,7 +301,8 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         rng.shuffle(order)
         epoch_losses = []
         for k in range(0, len(order), cfg.batch_size):
-            loss = reply_loss(policy, [rows[i] for i in order[k : k + cfg.batch_size]])
+            batch = order[k : k + cfg.batch_size]
+            loss = reply_loss(policy, [rows[i] for i in batch], [weights[i] for i in batch])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
