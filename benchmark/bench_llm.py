@@ -31,10 +31,11 @@ def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
     return best
 
 
-def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
+def bench_llm(repeats: int = 2, max_tokens: int = 48, rss: bool = False) -> dict[str, Any]:
     """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
-    tiny randomly initialised model with the same tokenizer; then the peak RSS of a worker
-    playing one episode of each LLM baseline (:func:`llm_episode_rss`)."""
+    tiny randomly initialised model with the same tokenizer; with ``rss`` also the peak RSS of
+    a worker playing one whole episode of each LLM baseline (:func:`llm_episode_rss`, the
+    longest part: an episode of the embedded model takes minutes)."""
     import tempfile
 
     import torch
@@ -60,7 +61,7 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48) -> dict[str, Any]:
         "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
         "threads": torch.get_num_threads(),
         **bench_llm_agents(),
-        **llm_episode_rss(),
+        **(llm_episode_rss() if rss else {}),
         "python": platform.python_version(),
     }
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmark.bench import bench_sim, main, random_actions
 
 
@@ -23,3 +25,10 @@ def test_bench_sim_reports_every_figure(capsys) -> None:
     assert main(["sim", "--repeats", "1"]) == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(line)["bench"] == "sim"
+
+
+def test_the_rss_probe_is_an_option_of_the_llm_bench_only(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sim", "--rss"])
+    assert exit_info.value.code == 2
+    assert "--rss is an option of the llm bench" in capsys.readouterr().err
