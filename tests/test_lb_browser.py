@@ -11,19 +11,16 @@ a person to look at after the run.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from helpers.lb_board import PARTIAL, T0, verified
+from helpers.lb_board import PARTIAL, T0, submit_verified
 from helpers.lb_server import Server
 from playwright.sync_api import Page, sync_playwright
 
-from leaderboard import crud
 from leaderboard.db.session import open_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,50 +67,19 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def _store_entry(data_dir: Path, sessions, k: int) -> None:
     """Entry ``k`` of the crowded track: a reference bundle's verified results under a team
     and method of realistic length, its traces salted so that each is an entry of its own."""
-    name = ("heuristic", "random", "llm_planner", "oracle")[k % 4]
-    bundle, verdict, summary = verified(name)
-    salt = f"crowd-{k}"
-    episodes = [
-        dataclasses.replace(
-            e, trace_hash=hashlib.sha256(f"{salt}{e.trace_hash}".encode()).hexdigest()
-        )
-        for e in verdict.episodes
-    ]
-    hashes = [hashlib.sha256(f"{salt}{h}".encode()).hexdigest() for h in verdict.trace_hashes]
-    relative = f"bundles/{bundle.sha256}.tar.gz"
-    (data_dir / "bundles").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SEED / f"{name}-smoke-v1.tar.gz", data_dir / relative)
-    now = T0 + timedelta(hours=k)
-    with sessions() as session:
-        team = crud.create_team(session, f"university-lab-{k:02d}-multiagent", now)
-        fields = {
-            **bundle.submission,
-            "method": f"hierarchical-planner-with-shared-memory-v{k}",
-            "model": "Qwen2.5-7B-Instruct",
-            "llm_tokens": 1_234_567 * (k + 1),
-            "wall_time_s": 12_345.6 + k,
-        }
-        upload = crud.Upload(
-            track=PARTIAL,
-            suite="smoke",
-            suite_version="v1",
-            bundle_path=relative,
-            bundle_sha256=bundle.sha256,
-            fields=fields,
-        )
-        submission = crud.store_submission(session, team.id, upload, daily_limit=3, now=now)
-        claimed = crud.claim_next(session, now)
-        assert claimed is not None and claimed.id == submission.id
-        crud.record_verdict(
-            session,
-            submission.id,
-            ok=True,
-            reason="",
-            episodes=episodes,
-            summary=summary,
-            trace_hashes=hashes,
-            now=now,
-        )
+    submit_verified(
+        sessions,
+        data_dir,
+        f"university-lab-{k:02d}-multiagent",
+        ("heuristic", "random", "llm_planner", "oracle")[k % 4],
+        track=PARTIAL,
+        now=T0 + timedelta(hours=k),
+        salt=f"crowd-{k}",
+        method=f"hierarchical-planner-with-shared-memory-v{k}",
+        model="Qwen2.5-7B-Instruct",
+        llm_tokens=1_234_567 * (k + 1),
+        wall_time_s=12_345.6 + k,
+    )
 
 
 @pytest.fixture(scope="module")
