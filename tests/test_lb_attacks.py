@@ -51,12 +51,8 @@ def server(
     if request.param == "postgresql":
         db_url = postgres.create_database("attacks")
     # One verification worker, as the board was attacked.
-    board = Server(tmp_path_factory.mktemp("lb") / "data", db_url=db_url, workers=1)
-    board.start()
-    try:
+    with Server(tmp_path_factory.mktemp("lb") / "data", db_url=db_url, workers=1) as board:
         yield board
-    finally:
-        board.stop()
 
 
 @pytest.fixture(scope="module")

@@ -218,11 +218,8 @@ def server(
     if request.param == "postgresql":
         db_url = postgres.create_database("credit")
         request.addfinalizer(lambda: postgres.drop_database(db_url))
-    board = Server(tmp_path / "data", db_url=db_url, workers=1).start()
-    try:
+    with Server(tmp_path / "data", db_url=db_url, workers=1).start() as board:
         yield board
-    finally:
-        board.stop()
 
 
 def _final(board: Server, token: str, data: bytes) -> dict:

@@ -36,12 +36,8 @@ def server(
     db_url = ""
     if request.param == "postgresql":
         db_url = postgres.create_database(f"board_{request.node.name[-40:]}".replace("-", "_"))
-    board = Server(tmp_path / "data", db_url=db_url, workers=2)
-    board.start()
-    try:
+    with Server(tmp_path / "data", db_url=db_url, workers=2) as board:
         yield board
-    finally:
-        board.stop()
 
 
 def _row(rows: list[dict], key: str) -> dict:

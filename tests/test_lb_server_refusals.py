@@ -27,12 +27,8 @@ LIMIT_MB = 0.04  # between the oracle bundle (9 kB) and the random one (49 kB)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # workers=1: the server must still refuse all of this before any verification.
-    board = Server(tmp_path_factory.mktemp("lb") / "data", max_upload_mb=LIMIT_MB, workers=1)
-    board.start()
-    try:
+    with Server(tmp_path_factory.mktemp("lb") / "data", max_upload_mb=LIMIT_MB, workers=1) as board:
         yield board
-    finally:
-        board.stop()
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlalchemy.orm import Session
 
 from leaderboard import board
+from leaderboard.db.models import Entry
 from leaderboard.db.session import get_session
 from leaderboard.ranking import EPISODE_METRICS, interval_caption
 from leaderboard.render import PLOT_DPI, PLOT_INCHES, gif_step
@@ -125,6 +126,12 @@ def count(value: str | None, name: str, default: int) -> int | HTMLResponse:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
+def _entry(session: Session, entry_id: int) -> Entry | HTMLResponse:
+    """Entry ``entry_id``, or the 404 page saying there is none."""
+    found = board.get_entry(session, entry_id) if 1 <= entry_id <= MAX_ID else None
+    return not_found(f"entry {entry_id}") if found is None else found
+
+
 @router.get("/static/style.css")
 def style() -> FileResponse:
     return FileResponse(STYLE, media_type="text/css")
@@ -206,9 +213,9 @@ def entry_episodes(
     session: SessionDep,
     page_number: Annotated[str | None, Query(alias="page")] = None,
 ) -> HTMLResponse:
-    found = board.get_entry(session, entry_id) if 1 <= entry_id <= MAX_ID else None
-    if found is None:
-        return not_found(f"entry {entry_id}")
+    found = _entry(session, entry_id)
+    if isinstance(found, HTMLResponse):
+        return found
     wanted = count(page_number, "page", 1)
     if isinstance(wanted, HTMLResponse):
         return wanted
@@ -258,9 +265,9 @@ def episode_frame(
 def episode_replay(
     entry_id: int, n: str, request: Request, session: SessionDep, tick: str | None = None
 ) -> HTMLResponse:
-    found = board.get_entry(session, entry_id) if 1 <= entry_id <= MAX_ID else None
-    if found is None:
-        return not_found(f"entry {entry_id}")
+    found = _entry(session, entry_id)
+    if isinstance(found, HTMLResponse):
+        return found
     index = count(n, "episode", 0)
     if isinstance(index, HTMLResponse):
         return index

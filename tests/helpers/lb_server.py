@@ -30,7 +30,8 @@ def free_port() -> int:
 
 
 class Server:
-    """A leaderboard server process; ``options`` are extra ``key=value`` settings."""
+    """A leaderboard server process; ``options`` are extra ``key=value`` settings. As a
+    context manager it is started on entry and stopped on exit."""
 
     def __init__(self, data_dir: Path, db_url: str = "", **options: Any) -> None:
         self.data_dir = data_dir
@@ -71,6 +72,12 @@ class Server:
                 pass
             time.sleep(0.1)
         raise RuntimeError(f"the server did not answer in {START_TIMEOUT_S} s:\n{self.logs()}")
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def logs(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
