@@ -372,12 +372,13 @@ class LLMAgentsTeam(Team):
             self.constraint(a, observations[a]) if self.constrained else None for a in deciding
         ]
         # By keyword, one per chat: a batched rollout passes per-chat arguments through.
+        self.chats = {a: self.chat(a, observations[a]) for a in deciding}
         replies = self.llm.generate(
-            [self.chat(a, observations[a]) for a in deciding],
+            list(self.chats.values()),
             self.sampling,
             constraints=constraints,
         )
-        self.replies = dict(zip(deciding, replies, strict=True))
+        self.replies = dict(zip(deciding, replies, strict=True))  # the chats' replies
         actions = {}
         for a, reply, c in zip(deciding, replies, constraints, strict=True):
             names = self.names[a]

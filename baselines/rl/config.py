@@ -242,6 +242,11 @@ class SFTConfig:
     successful_only: bool = False  # llm_* formats: learn only from episodes the teacher solved
     max_demos: int = 0  # keep this many demonstrations, drawn evenly (0: all)
     routine_weight: float = 1.0  # loss weight of explore/wait decisions (the rest weigh 1)
+    routine_keep: float = 1.0  # share of the explore/wait demonstrations kept (seeded draw)
+    demos_file: str | None = None  # train on these demonstrations (jsonl) instead of playing
+    init_adapter: str | None = None  # lora: start from this adapter (committed name or dir)
+    checkpoint_every: int = 50  # optimizer steps between resumable checkpoints (0: none)
+    resume: bool = True  # continue from output_dir's checkpoint when there is one
     lora: bool = False  # train LoRA adapters (peft) instead of all weights
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale

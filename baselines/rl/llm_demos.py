@@ -38,8 +38,22 @@ from benchmark.skill_names import PLAN_SKILLS
 FORMATS = {"llm_agents": "heuristic", "llm_planner": "oracle"}  # format -> its teacher
 
 
+def teacher_reply(
+    view: LLMAgentsTeam, agent: str, schema: dict[str, Any], action: str
+) -> str | None:
+    """The JSON reply of ``agent`` that means the teacher's ``action`` and passes its decision
+    ``schema``: with the teacher's message, else without it; None when neither passes (an
+    object the agent has no handle for)."""
+    for candidate in (action, action.partition("|")[0].strip()):
+        reply = view.reply_for(agent, candidate)
+        if reply is not None and read_decision(reply, schema) is not None:
+            return reply
+    return None
+
+
 class AgentsDemonstrator(Team):
-    """Plays ``teacher``; ``pairs`` holds (agent, chat, reply) in decision order."""
+    """Plays ``teacher``; ``pairs`` holds (agent, chat, reply) in decision order and
+    ``schemas`` the decision schema of each pair (what the learner decodes under there)."""
 
     def __init__(self, teacher: Team, prompt: str = "llm_agents_v3") -> None:
         self.teacher = teacher
@@ -50,6 +64,7 @@ class AgentsDemonstrator(Team):
         self.view = LLMAgentsTeam(llm=None, prompt=self.prompt)
         self.view.start(agent_ids, task_info)
         self.pairs: list[tuple[str, list[dict[str, str]], str]] = []
+        self.schemas: list[dict[str, Any]] = []
         self.skipped = 0
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -60,21 +75,15 @@ class AgentsDemonstrator(Team):
             chats[a] = self.view.chat(a, observations[a])
         actions = self.teacher.act(observations)
         for a in deciding:
+            schema = self.view.constraint(a, observations[a]).schema
             self.view.acted(a, actions.get(a, ""))
-            reply = self._reply(a, observations[a], actions.get(a, ""))
+            reply = teacher_reply(self.view, a, schema, actions.get(a, ""))
             if reply is None:
                 self.skipped += 1
             else:
                 self.pairs.append((a, chats[a], reply))
+                self.schemas.append(schema)
         return actions
-
-    def _reply(self, agent: str, obs: dict[str, Any], action: str) -> str | None:
-        schema = self.view.constraint(agent, obs).schema
-        for candidate in (action, action.partition("|")[0].strip()):
-            reply = self.view.reply_for(agent, candidate)
-            if reply is not None and read_decision(reply, schema) is not None:
-                return reply
-        return None
 
     def rewarded(self, rewards: dict[str, float]) -> None:
         self.teacher.rewarded(rewards)
@@ -126,7 +135,7 @@ class PlanRecorder(Team):
         return items
 
 
-def _env(task: str, n_agents: int, split: str, rollout: Any, full: bool) -> CollabEnv:
+def demo_env(task: str, n_agents: int, split: str, rollout: Any, full: bool) -> CollabEnv:
     options = EnvOptions(
         reward_sharing=rollout.reward_sharing,
         comm=rollout.comm,
@@ -152,7 +161,7 @@ def llm_demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]
         task = cfg.tasks[k % len(cfg.tasks)]
         seed = cfg.seed_start + k
         planner = cfg.format == "llm_planner"
-        env = _env(task, cfg.n_agents, cfg.split, cfg.rollout, full=planner)
+        env = demo_env(task, cfg.n_agents, cfg.split, cfg.rollout, full=planner)
         team: Team = (
             PlanRecorder(make_team(teacher))
             if planner

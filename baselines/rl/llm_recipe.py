@@ -1,25 +1,34 @@
-"""Train the embedded SmolLM2 for the LLM baselines on CPU, and report it: LoRA SFT from the
-scripted teams, then GRPO from there, then a held-out comparison with the base model.
+"""Train the embedded SmolLM2 for the LLM baselines on CPU, and report it. Resumable: run it
+again after an interruption and it goes on from the last stage (and step) it finished.
 
     python -m baselines.rl.llm_recipe                    # or: make train-llm
-    python -m baselines.rl.llm_recipe --only llm_agents --grpo-steps 2 --out outputs/llm_quick
+    python -m baselines.rl.llm_recipe --only llm_agents --stages sft accuracy
 
-For each baseline (``llm_agents`` learns from the ``heuristic`` team's decisions,
-``llm_planner`` from the ``oracle``'s plans), on ``--tasks`` (three families) with training-split
-scenes:
+``llm_agents`` learns from the ``heuristic`` team, in its ``llm_agents_v4`` prompt (the agent's
+memory), on the tasks of three families (transport, switch-off, search; ``FAMILY_TASKS``),
+training-split scenes:
 
-1. ``python -m baselines.sft format=<baseline> lora=true ...``: the adapter
-   ``smollm2-<short>-sft`` (``<short>``: ``agents`` or ``planner``);
-2. ``python -m baselines.train trainer=grpo rollout.team=<baseline> policy.adapter=<sft>``:
-   GRPO with LoRA from the SFT adapter (reward sharing alpha 0.7, groups by episode seed), the
-   adapter ``smollm2-<short>-grpo``;
-3. ``python -m benchmark.run baseline=<baseline> llm=smollm2 suite=llm_val`` with no adapter,
-   the SFT adapter and the GRPO adapter: the same held-out val-scene episodes, greedy.
+1. ``sft``: ``python -m baselines.sft format=llm_agents lora=true ...`` on the teacher's
+   decisions in the episodes it solved, a quarter of the routine ones (``explore``, ``wait``)
+   kept: the adapter ``smollm2-agents-sft``;
+2. ``dagger`` (rounds): ``python -m baselines.rl.dagger`` plays the learner and labels the
+   states it reaches with the teacher's decisions, then ``baselines.sft demos_file=...
+   init_adapter=<previous>`` trains on those with half as many earlier demonstrations: the adapter
+   ``smollm2-agents-dagger``;
+3. ``accuracy``: after each of them, ``python -m baselines.rl.imitation`` (accuracy by skill
+   on held-out teacher decisions, val-split scenes);
+4. ``grpo``: ``python -m baselines.train trainer=grpo rollout.team=llm_agents ...`` from the
+   last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-grpo``;
+5. ``eval``: ``python -m benchmark.run baseline=llm_agents llm=smollm2 suite=<--suite>`` per
+   model, the same held-out val-scene episodes, greedy.
+
+``llm_planner`` learns the ``oracle``'s plans (``sft``), then ``grpo`` and ``eval``.
 
 Adapters are written to ``baselines/adapters/<name>`` (what ``llm.adapter=<name>`` loads), the
-report (``REPORT.md``: the stages' wall times and the comparison table with exact 95% intervals
-on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a public command line whose run
-directory is kept under ``--out``.
+report (``REPORT.md``: the stages' wall times, imitation accuracies and the comparison table
+with exact 95% intervals on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a
+public command line whose run directory is kept under ``--out``; a stage whose output is there
+is not run again.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import random
 import subprocess
 import sys
 import time
@@ -35,50 +45,190 @@ from typing import Any
 
 from baselines.llm_support import ADAPTERS_DIR
 
-TASKS = ("transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0")
+# The training tasks of three families, interleaved (episode k plays task k mod 13).
+FAMILY_TASKS = (
+    "transport_apple_fridge_v0",
+    "switch_off_bedroom_v0",
+    "search_phone_bedroom_v0",
+    "transport_produce_fridge_v0",
+    "switch_off_kitchen_v0",
+    "search_produce_kitchen_v0",
+    "transport_dishes_sink_v0",
+    "switch_off_bathroom_v0",
+    "search_toiletries_bathroom_v0",
+    "transport_bed_tidy_v0",
+    "switch_off_living_room_v0",
+    "search_valuables_living_room_v0",
+    "transport_sofa_tidy_v0",
+)
+PLANNER_TASKS = ("transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0")
 SHORT = {"llm_agents": "agents", "llm_planner": "planner"}
 TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
-STAGES = ("sft", "grpo", "eval")
+STAGES = ("sft", "dagger", "accuracy", "grpo", "eval")
 COLUMNS = ("SR", "TR", "B", "messages", "llm/tokens_in", "llm/tokens_out", "llm/parse_fail_rate")
+PROMPT = "llm_agents_v4"
+DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
 
 
 def _run(args: list[str], log: Path) -> float:
-    """Run ``python -m <args>``; its wall time (s). Output goes to ``log``."""
+    """Run ``python -m <args>``; its wall time (s). Output is appended to ``log``."""
     print("$ python -m", " ".join(args), flush=True)
     start = time.perf_counter()
-    with log.open("w") as f:
+    with log.open("a") as f:
         command = [sys.executable, "-m", *args]
         subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT)
     return round(time.perf_counter() - start, 1)
 
 
-def _tasks(tasks: list[str]) -> str:
+def _last_json(log: Path) -> dict[str, Any]:
+    """The last line of ``log`` that is a JSON object (what a stage printed as its result)."""
+    for line in reversed(log.read_text().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError(f"{log} holds no result line")
+
+
+def _tasks(tasks: list[str] | tuple[str, ...]) -> str:
     return "[" + ",".join(tasks) + "]"
 
 
-def sft(baseline: str, args: argparse.Namespace, out: Path) -> float:
+def _lora(args: argparse.Namespace) -> list[str]:
+    """The LoRA placement every llm_agents SFT run uses (``python -m baselines.rl.sft_bench``):
+    rank 16 on the q/v projections of the top 16 of 30 layers, batch 4."""
+    return [
+        "init=smollm2",
+        "lora=true",
+        f"lora_layers={args.lora_layers}",
+        f"lora_r={args.lora_r}",
+        f"lora_alpha={2 * args.lora_r}",
+        "batch_size=4",
+        f"lr={args.sft_lr}",
+        f"routine_keep={args.routine_keep}",
+        f"threads={args.threads}",
+        "name=null",
+    ]
+
+
+def sft(baseline: str, args: argparse.Namespace, out: Path) -> None:
+    """The SFT adapter ``smollm2-<short>-sft`` (skipped when its run finished)."""
+    if (out / "sft" / "sft.json").is_file():
+        return
     name = f"smollm2-{SHORT[baseline]}-sft"
-    episodes = args.sft_episodes if baseline == "llm_agents" else args.plan_episodes
-    return _run(
-        [
-            "baselines.sft",
-            f"format={baseline}",
-            f"teacher={TEACHER[baseline]}",
+    if baseline == "llm_agents":
+        stage = [
+            "format=llm_agents",
+            "teacher=heuristic",
+            f"prompt={PROMPT}",
+            f"tasks={_tasks(args.tasks)}",
+            f"episodes={args.sft_episodes}",
+            "successful_only=true",
+            f"epochs={args.sft_epochs}",
+            *_lora(args),
+        ]
+    else:
+        stage = [
+            "format=llm_planner",
+            "teacher=oracle",
             "init=smollm2",
             "lora=true",
-            f"tasks={_tasks(args.tasks)}",
-            f"episodes={episodes}",
+            f"tasks={_tasks(PLANNER_TASKS)}",
+            f"episodes={args.plan_episodes}",
             "successful_only=true",
-            f"max_demos={args.max_demos}",
-            f"epochs={args.sft_epochs}",
+            "epochs=1",
             "batch_size=4",
             "lr=3e-4",
             "name=null",
-            f"adapter={name}",
-            f"hydra.run.dir={out / 'sft'}",
-        ],
+        ]
+    _run(
+        ["baselines.sft", *stage, f"adapter={name}", f"hydra.run.dir={out / 'sft'}"],
         out / "sft.log",
     )
+
+
+def _read_jsonl(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def dagger_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
+    """The DAgger rounds of ``llm_agents`` (each skipped when it finished); the adapter
+    directory each round ends with. Round r plays ``--dagger-episodes`` learner episodes
+    (training-split scenes, seeds from r x 100,000) with the previous adapter, then trains it
+    further on their labelled decisions and ``--dagger-replay`` times as many drawn from the
+    earlier ones (the teacher's and earlier rounds')."""
+    where = out / "dagger"
+    where.mkdir(exist_ok=True)
+    previous = out / "sft" / "adapter"
+    adapters = []
+    for r in range(1, args.dagger_rounds + 1):
+        run_dir = where / f"sft{r}"
+        data = where / f"round{r}.jsonl"
+        if not (run_dir / "sft.json").is_file():
+            summary = where / f"round{r}.json"
+            if not summary.is_file():
+                log = where / f"round{r}.log"
+                _run(
+                    [
+                        "baselines.rl.dagger",
+                        f"--adapter={previous}",
+                        f"--out={data}",
+                        "--tasks",
+                        *args.tasks,
+                        f"--episodes={args.dagger_episodes}",
+                        f"--seed-start={r * DAGGER_SEED}",
+                        f"--threads={args.threads}",
+                    ],
+                    log,
+                )
+                summary.write_text(json.dumps(_last_json(log), indent=1) + "\n")
+            new = _read_jsonl(data)
+            earlier = _read_jsonl(out / "sft" / "demos.jsonl")
+            for k in range(1, r):
+                earlier += _read_jsonl(where / f"round{k}.jsonl")
+            rng = random.Random(r)
+            replay = min(int(args.dagger_replay * len(new)), len(earlier))
+            mixed = new + rng.sample(earlier, replay)
+            train = where / f"train{r}.jsonl"
+            train.write_text("\n".join(mixed) + "\n")
+            last = r == args.dagger_rounds
+            _run(
+                [
+                    "baselines.sft",
+                    "format=llm_agents",
+                    f"demos_file={train}",
+                    f"init_adapter={previous}",
+                    "epochs=1",
+                    *_lora(args),
+                    f"adapter={'smollm2-agents-dagger' if last else 'null'}",
+                    f"hydra.run.dir={run_dir}",
+                ],
+                where / f"sft{r}.log",
+            )
+        previous = run_dir / "adapter"
+        adapters.append(previous)
+    return adapters
+
+
+def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | None]) -> None:
+    """Imitation accuracy by skill of each model on the held-out teacher decisions
+    (``accuracy/<label>.json``; skipped when there)."""
+    where = out / "accuracy"
+    where.mkdir(exist_ok=True)
+    for label, adapter in adapters.items():
+        result = where / f"{label}.json"
+        if result.is_file() or (adapter is not None and not adapter.is_dir()):
+            continue
+        log = where / f"{label}.log"
+        _run(
+            [
+                "baselines.rl.imitation",
+                *([f"--adapter={adapter}"] if adapter else []),
+                f"--episodes={args.heldout_episodes}",
+                f"--per-skill={args.per_skill}",
+                f"--threads={args.threads}",
+            ],
+            log,
+        )
+        result.write_text(json.dumps(_last_json(log), indent=1) + "\n")
 
 
 def grpo(baseline: str, args: argparse.Namespace, out: Path) -> float:
@@ -232,16 +382,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/llm_recipe"))
     parser.add_argument("--only", nargs="+", default=list(SHORT), choices=list(SHORT))
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
-    parser.add_argument("--sft-episodes", type=int, default=60, help="heuristic episodes")
-    parser.add_argument("--plan-episodes", type=int, default=40, help="oracle episodes")
-    parser.add_argument("--max-demos", type=int, default=160, help="SFT demonstrations used")
+    parser.add_argument("--tasks", nargs="+", default=list(FAMILY_TASKS), help="llm_agents")
+    parser.add_argument("--sft-episodes", type=int, default=240, help="heuristic episodes")
+    parser.add_argument("--routine-keep", type=float, default=0.25, help="explore/wait kept")
     parser.add_argument("--sft-epochs", type=int, default=1)
+    parser.add_argument("--sft-lr", type=float, default=5e-4)
+    parser.add_argument("--lora-layers", type=int, default=16)
+    parser.add_argument("--lora-r", type=int, default=16)
+    parser.add_argument("--dagger-rounds", type=int, default=2)
+    parser.add_argument("--dagger-episodes", type=int, default=12, help="learner episodes")
+    parser.add_argument("--dagger-replay", type=float, default=0.5, help="earlier data share")
+    parser.add_argument("--heldout-episodes", type=int, default=39, help="accuracy: teacher")
+    parser.add_argument("--per-skill", type=int, default=40, help="accuracy: decisions a skill")
+    parser.add_argument("--plan-episodes", type=int, default=40, help="oracle episodes")
     parser.add_argument("--grpo-steps", type=int, default=2)
     parser.add_argument("--seeds-per-step", type=int, default=2)
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--max-samples", type=int, default=48, help="GRPO samples per update")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--suite", default="llm_val")
     parser.add_argument(
         "--stages", nargs="+", default=list(STAGES), choices=list(STAGES), help="what to run"
@@ -256,6 +415,13 @@ def main(argv: list[str] | None = None) -> int:
         where.mkdir(parents=True, exist_ok=True)
         if "sft" in args.stages:
             sft(baseline, args, where)
+        rounds: list[Path] = []
+        if baseline == "llm_agents" and "dagger" in args.stages:
+            rounds = dagger_rounds(args, where)
+        if baseline == "llm_agents" and "accuracy" in args.stages:
+            models: dict[str, Path | None] = {"base": None, "sft": where / "sft" / "adapter"}
+            models.update({f"dagger{k + 1}": a for k, a in enumerate(rounds)})
+            accuracy(args, where, models)
         if "grpo" in args.stages:
             grpo(baseline, args, where)
         entry = results.setdefault(baseline, {"facts": {}, "rows": [], "notes": []})

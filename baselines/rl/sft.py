@@ -246,28 +246,83 @@ def sft_loss(policy: Policy, rows: list[tuple[list[int], int]]) -> torch.Tensor:
     return -(out.logp * mask).sum() / mask.sum()
 
 
-def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
-    """Collect demonstrations, build or load the model, fine-tune it, and save it."""
-    torch.manual_seed(cfg.seed)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    llm_format = cfg.get("format", "rl_view") != "rl_view"
-    if llm_format:
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    tmp.replace(path)
+
+
+def keep_routine(demos: list[dict[str, Any]], share: float, seed: int) -> list[dict[str, Any]]:
+    """The demonstrations with only a seeded ``share`` of the routine ones (``explore``,
+    ``wait``) kept, in their order; the others are all kept."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"routine_keep={share}: a share is between 0 and 1")
+    rng = random.Random(seed)
+    return [d for d in demos if decision_weight(d["reply"], 0.0) > 0 or rng.random() < share]
+
+
+def sft_demonstrations(cfg: Any, output_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The demonstrations this run trains on and their statistics: read back from
+    ``output_dir`` when a run there got as far (``resume``), else from ``demos_file`` or played
+    by the teacher, then thinned (``routine_keep``, ``max_demos``) and written there."""
+    used, stats_file = output_dir / "demos.jsonl", output_dir / "demos.json"
+    if cfg.get("resume", True) and used.is_file() and stats_file.is_file():
+        return _read_jsonl(used), json.loads(stats_file.read_text())
+    if cfg.get("demos_file"):
+        path = Path(cfg.demos_file)
+        if not path.is_file():
+            raise ValueError(f"demos_file={str(path)!r} is not a file")
+        demos = _read_jsonl(path)
+        stats: dict[str, Any] = {"demonstrations": len(demos), "demos_file": str(path)}
+    elif cfg.get("format", "rl_view") != "rl_view":
         from baselines.rl.llm_demos import llm_demonstrations
 
         demos, stats = llm_demonstrations(cfg)
     else:
         demos, stats = demonstrations(cfg)
+    demos = keep_routine(demos, float(cfg.get("routine_keep", 1.0)), cfg.seed)
     demos = _evenly(demos, int(cfg.get("max_demos", 0)))
     stats["demonstrations_used"] = len(demos)
     if not demos:
         raise ValueError("the teacher produced no usable demonstrations")
-    with (output_dir / "demos.jsonl").open("w") as f:
-        for d in demos:
-            f.write(json.dumps(d) + "\n")
+    _write_jsonl(used, demos)
+    stats_file.write_text(json.dumps(stats, indent=1))
+    return demos, stats
+
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
+    """Collect demonstrations, build or load the model, fine-tune it, and save it. Every
+    ``checkpoint_every`` steps the run's state (trainable weights, optimizer, data order, loss
+    so far) is saved in ``output_dir``; run again there (``resume``) and it continues from it."""
+    torch.manual_seed(cfg.seed)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    llm_format = cfg.get("format", "rl_view") != "rl_view"
+    demos, stats = sft_demonstrations(cfg, output_dir)
     log(
-        f"{stats['demonstrations']} demonstrations from {cfg.episodes} {cfg.teacher} episodes "
-        f"(teacher SR {stats['teacher_SR']:.2f}, {stats['skipped']} decisions skipped)"
+        f"{stats['demonstrations_used']} demonstrations "
+        + (
+            f"from {cfg.episodes} {cfg.teacher} episodes (teacher SR {stats['teacher_SR']:.2f}, "
+            f"{stats['skipped']} decisions skipped)"
+            if "teacher_SR" in stats
+            else f"of {stats['demonstrations']} in {stats.get('demos_file')}"
+        )
     )
     if llm_format and cfg.init == "tiny":
         raise ValueError(f"format={cfg.format} trains the LLM baselines' model: init=smollm2")
@@ -287,29 +342,73 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         else None
     )
     policy = Policy(init_dir, lora=lora, threads=cfg.threads)
+    if cfg.get("init_adapter"):
+        if lora is None:
+            raise ValueError("init_adapter starts LoRA training: set lora=true")
+        from baselines.llm_support import resolve_adapter
+        from benchmark.llm.adapters import load_trainable
+
+        load_trainable(policy.model, resolve_adapter(cfg.init_adapter), cfg.init)
     rows = encode_demos(policy, demos)
     routine = float(cfg.get("routine_weight", 1.0))
     if routine < 0:
         raise ValueError(f"routine_weight={routine}: a loss weight is >= 0")
     weights = [decision_weight(d["reply"], routine) for d in demos]
     optimizer = torch.optim.AdamW(list(policy.parameters()), lr=cfg.lr)
-    order = list(range(len(rows)))
     rng = random.Random(cfg.seed)
-    losses = []
+    every = int(cfg.get("checkpoint_every", 0))
+    ckpt = output_dir / CHECKPOINT
+    state: dict[str, Any] = {
+        "epoch": 0,
+        "next": 0,
+        "order": None,
+        "epoch_losses": [],
+        "losses": [],
+        "seconds": 0.0,
+    }
+    if cfg.get("resume", True) and ckpt.is_file():
+        state = torch.load(ckpt, weights_only=False)
+        policy.load_weights(state.pop("weights"))
+        optimizer.load_state_dict(state.pop("optimizer"))
+        rng.setstate(state.pop("rng"))
+        log(f"resumed at epoch {state['epoch'] + 1}, demonstration {state['next']}")
+    steps = 0
     policy.model.train()
-    for epoch in range(cfg.epochs):
-        rng.shuffle(order)
-        epoch_losses = []
-        for k in range(0, len(order), cfg.batch_size):
+    while state["epoch"] < cfg.epochs:
+        if state["order"] is None:
+            state["order"] = list(range(len(rows)))
+            rng.shuffle(state["order"])
+        order = state["order"]
+        for k in range(state["next"], len(order), cfg.batch_size):
             batch = order[k : k + cfg.batch_size]
             loss = reply_loss(policy, [rows[i] for i in batch], [weights[i] for i in batch])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)
             optimizer.step()
-            epoch_losses.append(loss.item())
-        losses.append(sum(epoch_losses) / len(epoch_losses))
-        log(f"epoch {epoch + 1}/{cfg.epochs}: loss {losses[-1]:.4f}")
+            state["epoch_losses"].append(loss.item())
+            state["next"] = k + cfg.batch_size
+            steps += 1
+            if every and steps % every == 0:
+                seconds = state["seconds"] + time.perf_counter() - start
+                _save_checkpoint(
+                    ckpt,
+                    {
+                        **state,
+                        "seconds": seconds,
+                        "weights": policy.weights(),
+                        "optimizer": optimizer.state_dict(),
+                        "rng": rng.getstate(),
+                    },
+                )
+                done = state["epoch"] * len(order) + min(state["next"], len(order))
+                log(
+                    f"step {steps}: {done}/{cfg.epochs * len(order)} demonstrations, "
+                    f"loss {sum(state['epoch_losses'][-every:]) / every:.4f}, {seconds:.0f} s"
+                )
+        state["losses"].append(sum(state["epoch_losses"]) / max(1, len(state["epoch_losses"])))
+        log(f"epoch {state['epoch'] + 1}/{cfg.epochs}: loss {state['losses'][-1]:.4f}")
+        state.update(epoch=state["epoch"] + 1, next=0, order=None, epoch_losses=[])
     policy.model.eval()
     if lora is not None:
         saved = save_lora(policy, output_dir / "adapter", cfg.get("adapter"))
@@ -321,13 +420,14 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
             saved = policy.save_pretrained(policies_dir() / cfg.name)
     result = {
         **stats,
-        "epoch_losses": losses,
-        "seconds": round(time.perf_counter() - start, 1),
+        "epoch_losses": state["losses"],
+        "seconds": round(state["seconds"] + time.perf_counter() - start, 1),
         "parameters": sum(p.numel() for p in policy.model.parameters()),
         "trained_parameters": sum(p.numel() for p in policy.parameters()),
         "saved": str(saved),
     }
     (output_dir / "sft.json").write_text(json.dumps(result, indent=1))
+    ckpt.unlink(missing_ok=True)
     log(f"saved {saved} ({result['parameters']:,} parameters, {result['seconds']} s)")
     return result
 

@@ -1,0 +1,171 @@
+"""How well does a trained ``llm_agents`` model imitate its teacher? Accuracy by skill on
+held-out decisions.
+
+The held-out decisions are the heuristic teacher's, played on scenes and seeds that training
+never used (by default val-split scenes, seeds from 2,000,000), each with the prompt
+``llm_agents`` renders there and the decision schema it decodes under. The model answers
+each prompt as the baseline would at test time (greedy, constrained by that schema), and its
+action is compared with the teacher's, by the teacher's skill:
+
+* ``action``: the same skill on the same object (the exact decision);
+* ``skill``: the same skill;
+* ``target``: of the decisions on an object, the same object named (whatever the skill).
+
+Messages are not compared. The decisions are drawn per skill (at most ``per_skill`` of each,
+evenly across the episodes), so a rare skill is measured as well as ``explore``.
+
+    python -m baselines.rl.imitation --adapter smollm2-agents-sft --per-skill 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from baselines.llm_agents import read_decision
+from baselines.rl.llm_demos import AgentsDemonstrator, demo_env
+from benchmark.agents import make_team
+from benchmark.llm.base import Constraint, Sampling
+from benchmark.metrics import episode_metrics
+from benchmark.rollout import run_episode
+from benchmark.skill_names import SKILLS
+
+HELDOUT_SEED = 2_000_000  # first seed of held-out teacher episodes (training seeds are below)
+PROMPT = "llm_agents_v4"
+
+
+def action_of(reply: str) -> str:
+    """The action line of a JSON decision (``{"action": "pickup Apple_1", ...}``)."""
+    return str(json.loads(reply).get("action", "")).strip()
+
+
+def skill_of(action: str) -> str:
+    return action.split(" ", 1)[0]
+
+
+def target_of(action: str) -> str | None:
+    parts = action.split(" ", 1)
+    return parts[1].strip() if len(parts) == 2 else None
+
+
+def heldout_decisions(
+    tasks: Sequence[str],
+    episodes: int,
+    per_skill: int,
+    split: str = "val",
+    seed_start: int = HELDOUT_SEED,
+    prompt: str = PROMPT,
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The teacher's decisions in ``episodes`` episodes (tasks in turn, successful episodes
+    only): at most ``per_skill`` of each skill, drawn evenly. Each: task, seed, agent, chat,
+    reply (the teacher's), schema. And the teacher's SR over the episodes."""
+    rollout = OmegaConf.create({"reward_sharing": 0.0, "comm": True, "ambiguity": "types"})
+    by_skill: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    solved = []
+    for k in range(episodes):
+        task, seed = tasks[k % len(tasks)], seed_start + k
+        env = demo_env(task, 2, split, rollout, full=False)
+        team = AgentsDemonstrator(make_team("heuristic"), prompt)
+        try:
+            trace = run_episode(env, team, seed=seed)
+        finally:
+            team.close()
+        solved.append(episode_metrics(trace)["SR"])
+        if solved[-1] < 1:
+            continue
+        for (agent, chat, reply), schema in zip(team.pairs, team.schemas, strict=True):
+            by_skill[skill_of(action_of(reply))].append(
+                {
+                    "task": task,
+                    "seed": seed,
+                    "agent": agent,
+                    "chat": chat,
+                    "reply": reply,
+                    "schema": schema,
+                }
+            )
+    drawn = []
+    for skill in sorted(by_skill):
+        rows = by_skill[skill]
+        keep = min(per_skill, len(rows))
+        drawn += [rows[k * len(rows) // keep] for k in range(keep)]
+    return drawn, {"teacher_SR": sum(solved) / len(solved), "episodes": episodes}
+
+
+def imitation_accuracy(
+    llm: Any, decisions: Sequence[dict[str, Any]], batch: int = 8
+) -> dict[str, dict[str, float]]:
+    """Accuracy by the teacher's skill (and ``all``, and ``critical``: every skill but
+    explore and wait) of ``llm`` (an :class:`~benchmark.llm.base.LLM`) answering the
+    decisions greedily under their schemas: n, action, skill and target (see the module)."""
+    sampling = Sampling(max_tokens=64, temperature=0.0, seed=0)
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for k in range(0, len(decisions), batch):
+        rows = decisions[k : k + batch]
+        replies = llm.generate(
+            [r["chat"] for r in rows],
+            sampling,
+            constraints=[Constraint(r["schema"], "decision") for r in rows],
+        )
+        for row, reply in zip(rows, replies, strict=True):
+            want = action_of(row["reply"])
+            line = read_decision(reply.text, row["schema"]) or ""
+            got = line.partition("|")[0].strip()
+            skill = skill_of(want)
+            groups = ["all", skill] + ([] if skill in ("explore", "wait") else ["critical"])
+            for group in groups:
+                c = counts[group]
+                c["n"] += 1
+                c["action"] += got == want
+                c["skill"] += skill_of(got) == skill
+                if target_of(want) is not None:
+                    c["targeted"] += 1
+                    c["target"] += target_of(got) == target_of(want)
+    order = ["all", "critical", *(s for s in SKILLS if s in counts)]
+    table = {}
+    for group in order:
+        c = counts[group]
+        row = {"n": c["n"], "action": c["action"] / c["n"], "skill": c["skill"] / c["n"]}
+        if c["targeted"]:
+            row["target"] = c["target"] / c["targeted"]
+        table[group] = {k: round(v, 3) for k, v in row.items()}
+    return table
+
+
+def format_table(table: dict[str, dict[str, float]]) -> list[str]:
+    """The accuracy table in markdown."""
+    lines = ["| skill | n | action | skill | target |", "|---|---|---|---|---|"]
+    for group, row in table.items():
+        target = f"{row['target']:.2f}" if "target" in row else "-"
+        lines.append(
+            f"| {group} | {row['n']} | {row['action']:.2f} | {row['skill']:.2f} | {target} |"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from baselines.llm_support import shared_llm
+    from baselines.rl.llm_recipe import FAMILY_TASKS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--adapter", default=None, help="committed adapter name or directory")
+    parser.add_argument("--episodes", type=int, default=24, help="held-out teacher episodes")
+    parser.add_argument("--per-skill", type=int, default=40, help="decisions kept per skill")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    decisions, stats = heldout_decisions(FAMILY_TASKS, args.episodes, args.per_skill)
+    llm = shared_llm({"backend": "smollm2", "model": "", "options": {}, "adapter": args.adapter})
+    table = imitation_accuracy(llm, decisions)
+    print(json.dumps({"adapter": args.adapter, **stats, "accuracy": table}))
+
+
+if __name__ == "__main__":
+    main()
