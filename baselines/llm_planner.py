@@ -15,6 +15,12 @@ Each agent then works through its subtasks in dependency order: it navigates to 
 it cannot see it, then runs the skill. The LLM re-plans after repeated failures and when the team
 discovers objects the instruction names, up to ``max_replans`` times. With no subtask left an
 agent explores.
+
+Under partial observability each agent knows only what it has seen or been told, while the plan
+is written over what the whole team saw. So an agent whose next target it does not know explores
+instead of walking to it (a walk to an unknown object fails, every time), and with messages on,
+an agent that sees the target of a teammate's subtask tells that teammate once
+(``found <objectId>``: the env makes an object named in a message known to its recipients).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from benchmark.decompose import (
     decompose,
     grammar_decompose,
 )
+from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Sampling
 from benchmark.sim.catalog import type_of_id
@@ -64,7 +71,14 @@ class LLMPlannerTeam(Team):
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.llm = self._load_llm()
         self.meter = UsageMeter(self.llm)
+        self.start(agent_ids, task_info)
+
+    def start(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        """The executor's state at the start of an episode: no plan yet."""
         self.agents = agent_ids
+        self.comm = bool(task_info.comm)
+        self.knows: dict[str, set[str]] = {a: set() for a in agent_ids}
+        self.told: set[tuple[str, str]] = set()  # (teammate, objectId) already announced
         self.instruction = task_info.instruction
         self.capabilities = dict(task_info.cannot)
         self.known: dict[str, None] = {}
@@ -108,6 +122,36 @@ class LLMPlannerTeam(Team):
         self.current = dict.fromkeys(self.agents)
         self.failures = 0
 
+    def _learn(self, observations: dict[str, dict[str, Any]]) -> None:
+        """What each agent knows now: the objects it has seen or been told of."""
+        for agent, obs in observations.items():
+            known = self.knows.setdefault(agent, set())
+            known.update(o["objectId"] for o in obs["visible"])
+            for m in obs["messages"]:
+                known.update(OBJECT_ID.findall(m["text"]))
+            if obs["holding"]:
+                known.add(obs["holding"])
+
+    def _announce(self, agent: str, obs: dict[str, Any]) -> str:
+        """`` | say <teammate>: found <id>`` for the first target of a teammate's pending
+        subtask that ``agent`` sees and the teammate does not know; else nothing."""
+        if not self.comm:
+            return ""
+        visible = {o["objectId"] for o in obs["visible"]}
+        for s in self.decomposition.subtasks:
+            mate = s.agent
+            if (
+                mate != agent
+                and mate in self.knows
+                and s.id not in self.done
+                and s.target in visible
+                and s.target not in self.knows[mate]
+                and (mate, s.target) not in self.told
+            ):
+                self.told.add((mate, s.target))
+                return f" | say {mate}: found {s.target}"
+        return ""
+
     def _next_subtask(self, agent: str) -> Subtask | None:
         taken = {s.id for s in self.current.values() if s is not None}
         for s in self.decomposition.subtasks:
@@ -124,6 +168,7 @@ class LLMPlannerTeam(Team):
     # ------------------------------------------------------------------ acting
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         discovered = self._relevant_new(observations)
+        self._learn(observations)
         if (
             self.replans < 0
             or (discovered and self.replans < self.max_replans)
@@ -146,15 +191,17 @@ class LLMPlannerTeam(Team):
                 task = self.current[agent] = None
             if task is None:
                 task = self.current[agent] = self._next_subtask(agent)
-            if task is None:
-                actions[agent] = "explore"
-                continue
             visible = {o["objectId"] for o in obs["visible"]}
-            needs_sight = task.skill != "put" or obs["holding"]
-            if needs_sight and task.target not in visible:
-                actions[agent] = f"navigate {task.target}"
+            if task is None:
+                action = "explore"
+            elif (task.skill != "put" or obs["holding"]) and task.target not in visible:
+                # Walk to it if this agent knows where it is; else look for it.
+                action = (
+                    f"navigate {task.target}" if task.target in self.knows[agent] else "explore"
+                )
             else:
-                actions[agent] = task.action
+                action = task.action
+            actions[agent] = action + self._announce(agent, obs)
         return actions
 
     def metrics(self) -> dict[str, float]:

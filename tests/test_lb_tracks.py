@@ -52,6 +52,7 @@ def test_the_suites_are_the_benchmarks_suite_files() -> None:
         "default",
         "full",
         "llm_val",
+        "llm_heldout",
         "mapthor",
         "mapthor_first_plan",
         "mapthor_llamar",

@@ -54,6 +54,23 @@ def test_generation_is_batched_seeded_and_returns_ids_and_logprobs(tiny_model: P
     assert usage["calls"] == 6 * len(CHATS) and usage["tokens_out"] > 0 and usage["tokens_in"] > 0
 
 
+def test_a_bfloat16_backend_keeps_bfloat16_weights_and_decodes_like_float32(
+    tiny_model: Path,
+) -> None:
+    full, half = HFBackend(tiny_model), HFBackend(tiny_model, dtype="bfloat16")
+    assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+    assert half.name == f"{full.name}@bfloat16"  # cached responses stay apart
+    greedy = Sampling(max_tokens=12)
+    a, b = full.generate(CHATS, greedy), half.generate(CHATS, greedy)
+    for x, y in zip(a, b, strict=True):
+        assert y.logprobs and all(lp <= 0 for lp in y.logprobs)
+        # The first token's logprob under both precisions agrees to bfloat16's resolution.
+        if x.token_ids[0] == y.token_ids[0]:
+            assert abs(x.logprobs[0] - y.logprobs[0]) < 0.1
+    with pytest.raises(ValueError, match="llm.options.dtype='float16' is not one of"):
+        HFBackend(tiny_model, dtype="float16")
+
+
 def test_score_is_the_sum_of_token_logprobs(tiny_model: Path) -> None:
     llm = HFBackend(tiny_model)
     gen = llm.generate(CHATS[:1], Sampling(max_tokens=6))[0]

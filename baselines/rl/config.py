@@ -91,6 +91,7 @@ class PolicySettings:
     lora_r: int = 8  # LoRA rank
     lora_alpha: int = 16  # LoRA scale
     lora_targets: tuple[str, ...] = ("q_proj", "v_proj")  # modules given adapters
+    lora_layers: int = 0  # LoRA on the top k transformer layers only (0: every layer)
     adapter: str | None = None  # lora: start from this adapter (committed name or directory)
     adapter_out: str | None = None  # lora: save the final adapter as baselines/adapters/<name>
     generator: str = "torch"  # torch | vllm (GPU; the gpu extra)
@@ -100,6 +101,7 @@ class PolicySettings:
         one_of(self, "sharing", SHARING)
         one_of(self, "generator", GENERATORS)
         at_least(self, 1, "lora_r", "lora_alpha")
+        at_least(self, 0, "lora_layers")
         if (self.adapter or self.adapter_out) and not self.lora:
             raise ConfigError("adapter", self.adapter or self.adapter_out, "needs policy.lora=true")
         if self.sharing == "per_agent" and self.generator == "vllm":
@@ -246,6 +248,7 @@ class SFTConfig:
     demos_file: str | None = None  # train on these demonstrations (jsonl) instead of playing
     init_adapter: str | None = None  # lora: start from this adapter (committed name or dir)
     checkpoint_every: int = 50  # optimizer steps between resumable checkpoints (0: none)
+    bf16: bool = False  # matmuls in bfloat16 (autocast; weights and optimizer stay float32)
     resume: bool = True  # continue from output_dir's checkpoint when there is one
     lora: bool = False  # train LoRA adapters (peft) instead of all weights
     lora_r: int = 8  # LoRA rank

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from baselines.gold_planner import PlanRecorder
 from baselines.llm_agents import LLMAgentsTeam, read_decision
 from baselines.llm_support import load_prompt
 from benchmark.agents import Team, make_team
@@ -33,7 +34,6 @@ from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.skill_names import PLAN_SKILLS
 
 FORMATS = {"llm_agents": "heuristic", "llm_planner": "oracle"}  # format -> its teacher
 
@@ -90,49 +90,6 @@ class AgentsDemonstrator(Team):
 
     def close(self) -> None:
         self.teacher.close()
-
-
-class PlanRecorder(Team):
-    """Plays ``teacher`` and records the objects the team saw, in the order it saw them."""
-
-    def __init__(self, teacher: Team) -> None:
-        self.teacher = teacher
-
-    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        self.teacher.reset(agent_ids, task_info)
-        self.task_info = task_info
-        self.seen: dict[str, None] = {}
-
-    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
-        for obs in observations.values():
-            for o in obs["visible"]:
-                self.seen.setdefault(o["objectId"])
-        return self.teacher.act(observations)
-
-    def rewarded(self, rewards: dict[str, float]) -> None:
-        self.teacher.rewarded(rewards)
-
-    def close(self) -> None:
-        self.teacher.close()
-
-    def plan(self, trace: dict[str, Any], max_subtasks: int) -> list[dict[str, Any]]:
-        """The episode's successful interactions (``trace["skills"]``) on seen objects as a
-        plan of at most ``max_subtasks`` subtasks."""
-        items: list[dict[str, Any]] = []
-        last_of: dict[str, str] = {}
-        for record in trace["skills"]:
-            agent, skill, target = record["agent"], record["skill"], record["target"]
-            if not record["success"] or skill not in PLAN_SKILLS or target not in self.seen:
-                continue
-            if len(items) == max_subtasks:
-                break
-            sid = f"s{len(items) + 1}"
-            after = [last_of[agent]] if agent in last_of else []
-            items.append(
-                {"id": sid, "agent": agent, "skill": skill, "target": target, "after": after}
-            )
-            last_of[agent] = sid
-        return items
 
 
 def demo_env(task: str, n_agents: int, split: str, rollout: Any, full: bool) -> CollabEnv:

@@ -105,6 +105,7 @@ def _lora(args: argparse.Namespace) -> list[str]:
         f"lr={args.sft_lr}",
         f"routine_keep={args.routine_keep}",
         f"threads={args.threads}",
+        f"bf16={str(args.bf16).lower()}",
         "name=null",
     ]
 
@@ -231,19 +232,36 @@ def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | Non
         result.write_text(json.dumps(_last_json(log), indent=1) + "\n")
 
 
-def grpo(baseline: str, args: argparse.Namespace, out: Path) -> float:
+def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None) -> None:
+    """GRPO from the adapter ``start`` (the last DAgger round's, or SFT's): the adapter
+    ``smollm2-<short>-grpo``. Resumes from its checkpoints; skipped when it finished."""
     short = SHORT[baseline]
-    return _run(
+    if (out / "grpo" / "final_adapter").is_dir():
+        return
+    start = start or out / "sft" / "adapter"
+    agents = baseline == "llm_agents"
+    lora = (
+        [
+            f"policy.lora_layers={args.lora_layers}",
+            f"policy.lora_r={args.lora_r}",
+            f"policy.lora_alpha={2 * args.lora_r}",
+            f"rollout.prompt={PROMPT}",
+        ]
+        if agents
+        else []
+    )
+    _run(
         [
             "baselines.train",
             "trainer=grpo",
             "policy=smollm2_lora",
-            f"policy.adapter=smollm2-{short}-sft",
+            *lora,
+            f"policy.adapter={start}",
             f"policy.adapter_out=smollm2-{short}-grpo",
             f"rollout.team={baseline}",
             "rollout.reward_sharing=0.7",
             "rollout.temperature=1.0",
-            f"data.tasks={_tasks(args.tasks)}",
+            f"data.tasks={_tasks(args.tasks if agents else PLANNER_TASKS)}",
             f"data.seeds_per_step={args.seeds_per_step}",
             f"data.group_size={args.group_size}",
             f"steps={args.grpo_steps}",
@@ -253,8 +271,9 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path) -> float:
             "trainer.minibatch_size=8",
             f"trainer.max_samples={args.max_samples}",
             "logger=console",
-            "threads=2",
+            f"threads={args.threads}",
             f"workers={args.workers}",
+            "resume=true",
             f"hydra.run.dir={out / 'grpo'}",
         ],
         out / "grpo.log",
@@ -389,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sft-lr", type=float, default=5e-4)
     parser.add_argument("--lora-layers", type=int, default=16)
     parser.add_argument("--lora-r", type=int, default=16)
+    parser.add_argument(
+        "--bf16", action=argparse.BooleanOptionalAction, default=True, help="SFT matmuls in bf16"
+    )
     parser.add_argument("--dagger-rounds", type=int, default=2)
     parser.add_argument("--dagger-episodes", type=int, default=12, help="learner episodes")
     parser.add_argument("--dagger-replay", type=float, default=0.5, help="earlier data share")
@@ -423,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             models.update({f"dagger{k + 1}": a for k, a in enumerate(rounds)})
             accuracy(args, where, models)
         if "grpo" in args.stages:
-            grpo(baseline, args, where)
+            grpo(baseline, args, where, rounds[-1] if rounds else None)
         entry = results.setdefault(baseline, {"facts": {}, "rows": [], "notes": []})
         entry["facts"] = {**entry["facts"], **stage_facts(where)}
         if "eval" in args.stages:

@@ -155,9 +155,10 @@ class PlannerTrainingTeam(_Seeded, LLMPlannerTeam):
             self.decisions[PLANNER][-1].reward += sum(rewards.values()) / len(rewards)
 
 
-def training_team(name: str, policy: Any, episode_seed: int, **sampling: Any) -> Any:
-    """The LLM team ``name`` played by ``policy`` (``sampling``: temperature, top_p)."""
+def training_team(name: str, policy: Any, episode_seed: int, **options: Any) -> Any:
+    """The LLM team ``name`` played by ``policy`` (``options``: temperature, top_p, and the
+    baseline's own arguments such as its prompt)."""
     teams = {"llm_agents": AgentsTrainingTeam, "llm_planner": PlannerTrainingTeam}
     if name not in teams:
         raise ValueError(f"team={name!r} is not one of {list(LLM_TEAMS)}")
-    return teams[name](policy_llm(policy), episode_seed, **sampling)
+    return teams[name](policy_llm(policy), episode_seed, **options)

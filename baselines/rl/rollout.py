@@ -67,12 +67,15 @@ class RolloutSettings:
     reward_sharing: float = 0.7  # alpha: team share of each agent's reward
     comm: bool = True  # messages delivered
     ambiguity: str = "types"  # instruction phrasing
+    prompt: str | None = None  # llm_agents / llm_planner: their prompt template (null: default)
 
     def __post_init__(self) -> None:
         one_of(self, "team", TEAMS)
         one_of(self, "mode", MODES)
         if self.team != "policy" and self.mode != "per_step":
             raise ConfigError("mode", self.mode, f"team={self.team} plays per_step only")
+        if self.prompt is not None and self.team == "policy":
+            raise ConfigError("prompt", self.prompt, "is for team=llm_agents or llm_planner")
         one_of(self, "ambiguity", AMBIGUITY_LEVELS)
         at_least(self, 0, "history", "temperature")
         at_least(self, 1, "max_objects", "max_tokens", "max_context")
@@ -125,8 +128,10 @@ def play_episode(
     elif set(generators) != {"shared"}:
         raise ValueError(f"team={options.team} plays one shared policy (policy.sharing=shared)")
     else:
-        sampling = {"temperature": options.temperature, "top_p": options.top_p}
-        team = training_team(options.team, generators["shared"], spec.gen_seed, **sampling)
+        kwargs: dict[str, Any] = {"temperature": options.temperature, "top_p": options.top_p}
+        if options.prompt:
+            kwargs["prompt"] = options.prompt
+        team = training_team(options.team, generators["shared"], spec.gen_seed, **kwargs)
     trace = run_episode(env, team, seed=spec.seed)
     decisions = team.decisions
     returns = {a: sum(d.reward for d in ds) for a, ds in decisions.items()}

@@ -357,6 +357,7 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
     optimizer = torch.optim.AdamW(list(policy.parameters()), lr=cfg.lr)
     rng = random.Random(cfg.seed)
     every = int(cfg.get("checkpoint_every", 0))
+    bf16 = bool(cfg.get("bf16", False))
     ckpt = output_dir / CHECKPOINT
     state: dict[str, Any] = {
         "epoch": 0,
@@ -381,7 +382,8 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
         order = state["order"]
         for k in range(state["next"], len(order), cfg.batch_size):
             batch = order[k : k + cfg.batch_size]
-            loss = reply_loss(policy, [rows[i] for i in batch], [weights[i] for i in batch])
+            with torch.autocast(policy.device.type, torch.bfloat16, enabled=bf16):
+                loss = reply_loss(policy, [rows[i] for i in batch], [weights[i] for i in batch])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(list(policy.parameters()), 1.0)

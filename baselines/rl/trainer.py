@@ -71,6 +71,7 @@ class Trainer:
                 r=cfg.policy.lora_r,
                 alpha=cfg.policy.lora_alpha,
                 target_modules=cfg.policy.lora_targets,
+                layers=cfg.policy.lora_layers,
             )
             if cfg.policy.lora
             else None

@@ -81,6 +81,7 @@ class TaskInfo:
         max_ticks, max_decisions: the episode's limits (decisions per agent).
         action_level, observability, comm: the environment options teams must respect.
         privileged: the scoring state, only under full observability.
+        scene: the floor plan's name (public, as AI2-THOR's scene names are).
     """
 
     task: str
@@ -96,6 +97,7 @@ class TaskInfo:
     observability: str
     comm: bool
     privileged: PrivilegedView | None = field(default=None, repr=False)
+    scene: str | None = None
 
     @property
     def n_agents(self) -> int:
@@ -127,4 +129,5 @@ def task_info(
         observability=options.observability,
         comm=options.comm,
         privileged=privileged,
+        scene=scene,
     )
