@@ -2,7 +2,8 @@
 
 The plan is not an LLM's: it is the ``oracle``'s. At reset the oracle plays the same episode
 (task, floor plan, seed, agents) in a twin environment with full observability, and its
-successful interactions (``pickup``, ``put``, ``open``, ``toggle_off``...), in the order they
+successful interactions (``pickup``, ``put``, ``open``, ``toggle_off``... and the joint
+``lift``, which an LLM's plan cannot schedule), in the order they
 happened, each after the same agent's previous one, become the subtasks, assigned to the agent
 that did them (:class:`PlanRecorder`, which also writes the planner's demonstrations). Then
 ``llm_planner``'s executor carries them out under the episode's own observability, exactly as it
@@ -24,7 +25,7 @@ from benchmark.decompose import Decomposition, Subtask
 from benchmark.env import make_env
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
-from benchmark.skill_names import PLAN_SKILLS
+from benchmark.skill_names import JOINT_SKILLS, PLAN_SKILLS
 
 MAX_SUBTASKS = 64  # the oracle's whole episode, not an LLM reply's budget
 
@@ -32,8 +33,9 @@ MAX_SUBTASKS = 64  # the oracle's whole episode, not an LLM reply's budget
 class PlanRecorder(Team):
     """Plays ``teacher`` and records the objects the team saw, in the order it saw them."""
 
-    def __init__(self, teacher: Team) -> None:
+    def __init__(self, teacher: Team, skills: tuple[str, ...] = PLAN_SKILLS) -> None:
         self.teacher = teacher
+        self.skills = skills
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.teacher.reset(agent_ids, task_info)
@@ -59,7 +61,7 @@ class PlanRecorder(Team):
         last_of: dict[str, str] = {}
         for record in trace["skills"]:
             agent, skill, target = record["agent"], record["skill"], record["target"]
-            if not record["success"] or skill not in PLAN_SKILLS or target not in self.seen:
+            if not record["success"] or skill not in self.skills or target not in self.seen:
                 continue
             if len(items) == max_subtasks:
                 break
@@ -108,7 +110,7 @@ def gold_plan(info: TaskInfo, max_subtasks: int = MAX_SUBTASKS) -> Decomposition
         comm=info.comm,
         action_level=info.action_level,
     )
-    recorder = PlanRecorder(OracleTeam())
+    recorder = PlanRecorder(OracleTeam(), skills=PLAN_SKILLS + JOINT_SKILLS)
     try:
         trace = run_episode(twin, recorder, seed=info.seed)
     finally:

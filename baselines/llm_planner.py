@@ -184,6 +184,8 @@ class LLMPlannerTeam(Team):
             if task is not None and obs["last_action"].startswith(task.skill):
                 if obs["last_success"]:
                     self.done.add(task.id)
+                elif obs["failure"]["reason"] == "needs_partner":
+                    pass  # a joint skill (a gold plan's lift) is tried until the partner joins
                 else:
                     self.failures += 1
                     if obs["failure"]["permanent"]:
@@ -194,11 +196,10 @@ class LLMPlannerTeam(Team):
             visible = {o["objectId"] for o in obs["visible"]}
             if task is None:
                 action = "explore"
+            elif task.target not in visible and task.target not in self.knows[agent]:
+                action = "explore"  # look for it: an act on an unknown object always fails
             elif (task.skill != "put" or obs["holding"]) and task.target not in visible:
-                # Walk to it if this agent knows where it is; else look for it.
-                action = (
-                    f"navigate {task.target}" if task.target in self.knows[agent] else "explore"
-                )
+                action = f"navigate {task.target}"
             else:
                 action = task.action
             actions[agent] = action + self._announce(agent, obs)

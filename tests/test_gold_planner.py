@@ -66,3 +66,14 @@ def test_an_agent_tells_a_teammate_where_the_target_of_its_subtask_is() -> None:
     team.comm = False
     team.told.clear()
     assert team._announce("agent_0", obs["agent_0"]) == ""  # not without messages
+
+
+def test_the_gold_plan_schedules_a_joint_lift_and_the_executor_meets_its_partner() -> None:
+    env = make_env("heavy_box_sofa_v0", n_agents=2, seed=0, split="test")
+    team = GoldPlanTeam()
+    trace = run_episode(env, team, seed=0)
+    lifts = [s for s in team.plan().subtasks if s.skill == "lift"]
+    assert {s.agent for s in lifts} == {"agent_0", "agent_1"}  # one subtask per lifter
+    assert episode_metrics(trace)["SR"] == 1.0
+    # A lift alone waits for the partner; it is neither counted as a failure nor given up.
+    assert not team.futile

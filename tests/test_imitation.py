@@ -83,7 +83,7 @@ def test_routine_decisions_are_thinned_and_the_others_all_kept() -> None:
     assert 30 <= sum(action_of(d["reply"]) == "explore" for d in kept) <= 70
     assert keep_routine(demos, 1.0, seed=0) == demos
     assert len(keep_routine(demos, 0.0, seed=0)) == 5
-    with pytest.raises(ValueError, match="routine_keep=1.5"):
+    with pytest.raises(ValueError, match=r"routine_keep=1\.5"):
         keep_routine(demos, 1.5, seed=0)
 
 
@@ -167,4 +167,6 @@ def test_imitation_accuracy_is_counted_by_the_teachers_skill() -> None:
     explorer = imitation_accuracy(KnowsTheAnswers(answers, explore_only=True), decisions)
     assert explorer["explore"]["action"] == 1.0
     assert explorer["critical"]["action"] == explorer["critical"]["target"] == 0.0
-    assert explorer["all"]["action"] == pytest.approx(explorer["explore"]["n"] / len(decisions), abs=5e-4)
+    assert explorer["all"]["action"] == pytest.approx(
+        explorer["explore"]["n"] / len(decisions), abs=5e-4
+    )

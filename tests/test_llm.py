@@ -67,7 +67,7 @@ def test_a_bfloat16_backend_keeps_bfloat16_weights_and_decodes_like_float32(
         # The first token's logprob under both precisions agrees to bfloat16's resolution.
         if x.token_ids[0] == y.token_ids[0]:
             assert abs(x.logprobs[0] - y.logprobs[0]) < 0.1
-    with pytest.raises(ValueError, match="llm.options.dtype='float16' is not one of"):
+    with pytest.raises(ValueError, match=r"llm\.options\.dtype='float16' is not one of"):
         HFBackend(tiny_model, dtype="float16")
 
 
