@@ -36,3 +36,15 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
         return mean, mean
     half = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
     return mean - half, mean + half
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value for paired successes: of the discordant pairs, ``only_a``
+    were solved by A alone and ``only_b`` by B alone; under no difference each side is a fair
+    coin (binomial, p = 1/2). 1.0 when no pair is discordant."""
+    if only_a < 0 or only_b < 0:
+        raise ValueError(f"discordant counts must be >= 0, got {only_a} and {only_b}")
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    return float(min(1.0, 2 * stats.binom.cdf(min(only_a, only_b), n, 0.5)))
