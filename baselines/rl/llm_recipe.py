@@ -34,7 +34,6 @@ is not run again.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import subprocess
@@ -65,7 +64,6 @@ PLANNER_TASKS = ("transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_p
 SHORT = {"llm_agents": "agents", "llm_planner": "planner"}
 TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
 STAGES = ("sft", "dagger", "accuracy", "grpo", "eval")
-COLUMNS = ("SR", "TR", "B", "messages", "llm/tokens_in", "llm/tokens_out", "llm/parse_fail_rate")
 PROMPT = "llm_agents_v4"
 DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
 
@@ -280,121 +278,133 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
     )
 
 
-def evaluate(baseline: str, adapter: str | None, args: argparse.Namespace, out: Path) -> dict:
-    """Run the held-out suite; the ``all`` row of its summary (mean and interval per metric)."""
-    run_dir = out / f"eval-{adapter or 'base'}"
-    seconds = _run(
+def evaluate(
+    baseline: str,
+    label: str,
+    adapter: Path | None,
+    args: argparse.Namespace,
+    out: Path,
+    extra: tuple[str, ...] = (),
+) -> Path:
+    """Play the held-out suite with one model (``adapter``; None: the base model) into
+    ``eval/<label>``; a run already there goes on from the episodes it has."""
+    run_dir = out / "eval" / label
+    run_dir.parent.mkdir(exist_ok=True)
+    agents = baseline == "llm_agents"
+    _run(
         [
             "benchmark.run",
             f"baseline={baseline}",
             "llm=smollm2",
             f"llm.adapter={adapter or 'null'}",
-            f"suite={args.suite}",
+            *([f"baseline.kwargs.prompt={PROMPT}", "batch_episodes=6"] if agents else []),
+            *([f"+llm.options.dtype={args.eval_dtype}"] if agents else []),
+            f"suite={args.suite if agents else 'llm_val'}",
             f"workers={args.workers}",
             "reference=false",
             "comm=[true]",
+            *extra,
             "logger.console=false",
             f"output_dir={run_dir}",
         ],
-        out / f"eval-{adapter or 'base'}.log",
+        out / "eval" / f"{label}.log",
     )
-    with (run_dir / "summary.csv").open() as f:
-        row: dict[str, Any] = next(r for r in csv.DictReader(f) if r["family"] == "all")
-    episodes = [json.loads(line) for line in (run_dir / "episodes.jsonl").open()]
-    for name in COLUMNS:
-        values = [e[name] for e in episodes if e.get(name) is not None]
-        if f"{name}_mean" not in row and values:
-            row[f"{name}_mean"] = sum(values) / len(values)
-    return {"adapter": adapter or "base", "seconds": seconds, **row}
+    return run_dir
 
 
-def same_weights(a: str, b: str) -> bool:
-    """Whether the committed adapters ``a`` and ``b`` hold the same tensors."""
-    from safetensors.torch import load_file
+def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
+    """Every model of the comparison on the same held-out episodes, then
+    ``python -m benchmark.compare`` over them: its table (markdown), also written to
+    ``eval/compare.md``."""
+    models: dict[str, Path | None] = {"base": None, "sft": where / "sft" / "adapter"}
+    rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
+    if rounds:
+        models["dagger"] = rounds[-1]
+    if (where / "grpo" / "final_adapter").is_dir():
+        models["grpo"] = where / "grpo" / "final_adapter"
+    runs = [
+        evaluate(baseline, label, a, args, where)
+        for label, a in models.items()
+        if a is None or a.is_dir()
+    ]
+    last = list(models)[-1]
+    if baseline == "llm_agents" and last != "base":
+        # What did it learn to say? The last model with messages off, paired.
+        evaluate(baseline, f"{last}-comm-off", models[last], args, where, ("comm=[false]",))
+    log = where / "eval" / "compare.log"
+    _run(
+        ["benchmark.compare", *map(str, runs), "--json", str(where / "eval" / "compare.json")], log
+    )
+    text = log.read_text()
+    (where / "eval" / "compare.md").write_text(text)
+    return text
 
-    x = load_file(str(ADAPTERS_DIR / a / "adapter_model.safetensors"))
-    y = load_file(str(ADAPTERS_DIR / b / "adapter_model.safetensors"))
-    return x.keys() == y.keys() and all(bool((x[k] == y[k]).all()) for k in x)
 
-
-def stage_facts(where: Path) -> dict[str, Any]:
-    """What the run directories of ``where`` say of the training stages: wall times, SFT's
-    demonstrations and loss, GRPO's steps, updates and returns."""
-    facts: dict[str, Any] = {}
+def stage_facts(where: Path) -> list[str]:
+    """What the run directories of ``where`` say of the training stages: SFT's
+    demonstrations, loss and wall time, each DAgger round's learner, GRPO's steps."""
+    facts: list[str] = []
     sft_file = where / "sft" / "sft.json"
     if sft_file.is_file():
         sft = json.loads(sft_file.read_text())
-        facts["SFT s"] = sft["seconds"]
-        facts["SFT demonstrations"] = sft["demonstrations_used"]
-        facts["SFT loss"] = round(sft["epoch_losses"][-1], 3)
+        facts.append(
+            f"SFT: {sft['demonstrations_used']} demonstrations, loss "
+            f"{sft['epoch_losses'][-1]:.3f}, {sft['seconds']:.0f} s"
+        )
+    for summary in sorted((where / "dagger").glob("round*.json")):
+        r = json.loads(summary.read_text())
+        trained = where / "dagger" / f"sft{summary.stem[5:]}" / "sft.json"
+        seconds = json.loads(trained.read_text())["seconds"] if trained.is_file() else None
+        facts.append(
+            f"DAgger {summary.stem}: the learner solved {r['learner_SR']:.2f} of {r['episodes']} "
+            f"episodes, {r['labelled']} decisions labelled, agreeing with the teacher on "
+            f"{r['agreement']:.2f}" + (f"; trained {seconds:.0f} s" if seconds else "")
+        )
     metrics = where / "grpo" / "metrics.jsonl"
     if metrics.is_file():
-        steps = [json.loads(line) for line in metrics.open()]
-        train = [m for m in steps if m["kind"] == "train"]
+        train = [m for m in map(json.loads, metrics.open()) if m["kind"] == "train"]
         if train:
-            facts["GRPO s"] = round(train[-1]["wall_s"], 1)
-            facts["GRPO steps"] = len(train)
-            facts["GRPO samples trained"] = sum(int(m.get("charts/samples", 0)) for m in train)
-            facts["GRPO rollout SR"] = round(sum(m["task/SR"] for m in train) / len(train), 3)
-            facts["GRPO return mean"] = round(
-                sum(m["charts/return_mean"] for m in train) / len(train), 3
+            facts.append(
+                f"GRPO: {len(train)} steps, {train[-1]['wall_s']:.0f} s, rollout SR "
+                f"{sum(m['task/SR'] for m in train) / len(train):.3f}, samples trained "
+                f"{sum(int(m.get('charts/samples', 0)) for m in train)}"
             )
     return facts
 
 
-def _cell(row: dict[str, Any], name: str) -> str:
-    mean = row.get(f"{name}_mean")
-    if mean in (None, ""):
-        return "-"
-    if name == "SR":
-        return f"{float(mean):.2f} [{float(row['SR_lo']):.2f}, {float(row['SR_hi']):.2f}]"
-    return f"{float(mean):.3g}"
+def report(args: argparse.Namespace, out: Path) -> str:
+    from baselines.rl.imitation import format_table
 
-
-def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [
         "# SmolLM2-135M adapters for the LLM baselines",
         "",
-        f"Trained on {', '.join(args.tasks)} (train-split scenes); evaluated on suite "
-        f"`{args.suite}` (val-split scenes, greedy, constrained), 2 agents, comm on.",
-        "SR: mean [exact 95% Clopper-Pearson interval]; other columns: episode means.",
         "Reproduce: `make train-llm` (`python -m baselines.rl.llm_recipe`, every stage; "
         f"this invocation: `{' '.join(sys.argv[1:]) or 'defaults'}`).",
         "",
     ]
-    for baseline, res in results.items():
-        lines += [f"## {baseline}", ""]
-        lines += [f"- {k}: {v}" for k, v in res["facts"].items()]
-        lines += [f"- eval {r['adapter']}: {r['seconds']} s" for r in res["rows"]]
-        lines += [f"- {note}" for note in res.get("notes", [])]
-        if not res["rows"]:
-            lines += ["", "Not evaluated yet.", ""]
+    for baseline in SHORT:
+        where = out / baseline
+        if not where.is_dir():
             continue
-        lines += ["", "| model | episodes | " + " | ".join(COLUMNS) + " |"]
-        lines.append("|" + "---|" * (len(COLUMNS) + 2))
-        for row in res["rows"]:
-            cells = " | ".join(_cell(row, c) for c in COLUMNS)
-            lines.append(f"| {row['adapter']} | {row['episodes']} | {cells} |")
-        lines.append("")
+        lines += [f"## {baseline}", "", *(f"- {f}" for f in stage_facts(where)), ""]
+        for result in sorted((where / "accuracy").glob("*.json")):
+            acc = json.loads(result.read_text())
+            lines += [
+                f"Imitation accuracy, `{result.stem}` (held-out teacher decisions, teacher SR "
+                f"{acc['teacher_SR']:.2f} on {acc['episodes']} episodes):",
+                "",
+                *format_table(acc["accuracy"]),
+                "",
+            ]
+        compared = where / "eval" / "compare.md"
+        if compared.is_file():
+            lines += [
+                "Held-out comparison (`python -m benchmark.compare`):",
+                "",
+                compared.read_text(),
+                "",
+            ]
     return "\n".join(lines)
-
-
-def evaluate_all(
-    baseline: str, args: argparse.Namespace, where: Path
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The held-out rows of the base model and of both adapters, and notes on them."""
-    short = SHORT[baseline]
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for adapter in (None, f"smollm2-{short}-sft", f"smollm2-{short}-grpo"):
-        if adapter and adapter.endswith("-grpo") and same_weights(rows[-1]["adapter"], adapter):
-            # No group of rollouts differed in return, so GRPO never updated: the same weights
-            # decode the same greedy episodes, no need to play them again.
-            notes.append(f"{adapter} holds the SFT adapter's weights (GRPO made no update)")
-            rows.append({**rows[-1], "adapter": adapter, "seconds": 0.0})
-            continue
-        rows.append(evaluate(baseline, adapter, args, where))
-    return rows, notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -423,15 +433,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-samples", type=int, default=48, help="GRPO samples per update")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--suite", default="llm_val")
+    parser.add_argument("--suite", default="llm_heldout", help="llm_agents' held-out suite")
+    parser.add_argument("--eval-dtype", default="bfloat16", help="llm_agents' eval weights")
     parser.add_argument(
         "--stages", nargs="+", default=list(STAGES), choices=list(STAGES), help="what to run"
     )
     args = parser.parse_args(argv)
     out = args.out.resolve()
-    # The record of every stage so far (committed beside the adapters), merged into as stages run.
-    saved = ADAPTERS_DIR / "results.json"
-    results: dict[str, dict[str, Any]] = json.loads(saved.read_text()) if saved.is_file() else {}
     for baseline in args.only:
         where = out / baseline
         where.mkdir(parents=True, exist_ok=True)
@@ -446,15 +454,12 @@ def main(argv: list[str] | None = None) -> int:
             accuracy(args, where, models)
         if "grpo" in args.stages:
             grpo(baseline, args, where, rounds[-1] if rounds else None)
-        entry = results.setdefault(baseline, {"facts": {}, "rows": [], "notes": []})
-        entry["facts"] = {**entry["facts"], **stage_facts(where)}
         if "eval" in args.stages:
-            entry["rows"], entry["notes"] = evaluate_all(baseline, args, where)
-        saved.write_text(json.dumps(results, indent=1, default=str) + "\n")
-        text = report(results, args)
-        for folder in (out, ADAPTERS_DIR):
-            (folder / "REPORT.md").write_text(text)
-        print(text)
+            evaluate_all(baseline, args, where)
+    text = report(args, out)
+    for folder in (out, ADAPTERS_DIR):
+        (folder / "REPORT.md").write_text(text)
+    print(text)
     return 0
 
 
