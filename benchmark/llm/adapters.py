@@ -85,6 +85,19 @@ def load_trainable(peft_model: Any, adapter: str | Path, model_name: str) -> Non
         raise ValueError(f"adapter {str(path)!r} does not fit {model_name!r}: {unexpected[:3]}")
 
 
+def attach_adapter(model: Any, adapter: str | Path, model_name: str) -> Any:
+    """``model`` with the adapter directory ``adapter`` beside its layers, not merged (a base
+    put in another format, 4-bit, keeps the adapter's weights exact); a ValueError when the
+    adapter was trained on another base model."""
+    path = check_base(model, adapter, model_name)
+    from peft import PeftModel
+
+    try:
+        return PeftModel.from_pretrained(model, path).eval()
+    except (RuntimeError, ValueError, KeyError) as err:
+        raise ValueError(f"adapter {str(path)!r} does not fit model {model_name!r}: {err}") from err
+
+
 def merge_adapter(model: Any, adapter: str | Path, model_name: str) -> Any:
     """``model`` with the adapter directory ``adapter`` merged into its weights; a ValueError
     when the adapter was trained on another base model."""

@@ -87,7 +87,7 @@ FALLBACK_TEMPLATE = (
 # llm_agents v4 prompts, 12 at a time, 20 new tokens): 3.5-3.7 decisions/s in bfloat16 against
 # 1.6 in float32; batch-1 decoding about the same (2.6-2.7 s for 40 tokens); the greedy text of
 # the base model the same on 31 of the 48.
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int4": torch.float32}
 
 
 class HFBackend:
@@ -123,12 +123,19 @@ class HFBackend:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
         if adapter:
-            from benchmark.llm.adapters import merge_adapter
+            from benchmark.llm.adapters import attach_adapter, merge_adapter
 
-            model = merge_adapter(model, adapter, name)
+            # In 4 bits the adapter stays beside the base layers (merged it would be rounded).
+            join = attach_adapter if dtype == "int4" else merge_adapter
+            model = join(model, adapter, name)
             name = f"{name}+{Path(adapter).name}"  # response-cache keys differ by adapter
-        if dtype != "float32":
+        if dtype == "int4":
+            from benchmark.llm.int4 import quantize
+
+            self.int4_errors = quantize(model)
+        elif dtype != "float32":
             model = model.to(DTYPES[dtype])
+        if dtype != "float32":
             name = f"{name}@{dtype}"  # and by precision
         self._setup(model.to(device).eval(), tokenizer, name, device, cache, prefix_cache)
 
