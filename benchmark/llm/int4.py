@@ -43,7 +43,9 @@ class Int4Linear(nn.Module):
         super().__init__()
         out_features, in_features = weight.shape
         if in_features % GROUP:
-            raise ValueError(f"int4 needs inputs in groups of {GROUP}; this layer has {in_features}")
+            raise ValueError(
+                f"int4 needs inputs in groups of {GROUP}; this layer has {in_features}"
+            )
         self.in_features, self.out_features = in_features, out_features
         packed, scales_zeros, error = pack(weight.detach().float())
         self.register_buffer("packed", packed)
