@@ -91,3 +91,47 @@ def test_a_batch_of_no_episodes_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="batch_episodes=0 must be at least 1"):
         run_suite(tmp_path / "run", "suite=smoke", "batch_episodes=0")
+
+
+def test_a_sampled_chat_draws_the_same_tokens_alone_and_in_any_batch(tiny_model: Path) -> None:
+    from benchmark.llm.base import Sampling
+    from benchmark.llm.hf import HFBackend
+
+    llm = HFBackend(tiny_model)
+    a = [{"role": "user", "content": "pick up the apple"}]
+    b = [{"role": "user", "content": "open the fridge and look"}]
+    hot = Sampling(max_tokens=10, temperature=1.0, seed=11)
+    alone = llm.generate([a], hot)[0].token_ids
+    seeded = hot.row_seeds(1)[0]
+    # The same chat with the same row seed, second in a batch beside another chat.
+    batched = llm.generate([b, a], hot, seeds=[5, seeded])[1].token_ids
+    assert alone == batched
+    # Two chats of one call draw from different generators (not the same random numbers).
+    twice = llm.generate([a, a], hot)
+    assert twice[0].token_ids == alone and twice[1].token_ids != alone
+    with pytest.raises(ValueError, match="seeds: expected one per chat"):
+        llm.generate([a, b], hot, seeds=[1])
+
+
+def test_sampled_training_rollouts_batched_play_as_they_do_one_by_one(tiny_model: Path) -> None:
+    from baselines.rl.policy import LoraOptions, Policy
+    from baselines.rl.rollout import EpisodeSpec, RolloutSettings, RolloutWorker
+
+    policy = Policy(tiny_model, lora=LoraOptions(r=4, alpha=8))
+    specs = [
+        EpisodeSpec("switch_off_bedroom_v0", n_agents=2, seed=s, split="train", gen_seed=g)
+        for s, g in [(0, 1), (0, 2), (1, 3)]
+    ]
+    one = RolloutSettings(team="llm_agents", temperature=1.0)
+    worker = RolloutWorker({"shared": lambda: policy}, one)
+    alone = worker.play(specs)
+    together = worker.play(
+        specs, options=RolloutSettings(team="llm_agents", temperature=1.0, batch_episodes=3)
+    )
+
+    def ids(results):
+        return [[d.gen_ids for ds in r.decisions.values() for d in ds] for r in results]
+
+    assert ids(alone) == ids(together)
+    assert ids(alone)[0] != ids(alone)[1]  # the same episode seed, another sampling seed
+    assert [r.returns for r in alone] == [r.returns for r in together]

@@ -262,6 +262,7 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
             f"data.tasks={_tasks(args.tasks if agents else PLANNER_TASKS)}",
             f"data.seeds_per_step={args.seeds_per_step}",
             f"data.group_size={args.group_size}",
+            *([f"rollout.batch_episodes={args.group_size}"] if agents else []),
             f"steps={args.grpo_steps}",
             "eval.every=0",
             "eval.episodes=0",

@@ -25,6 +25,7 @@ from baselines.llm_planner import LLMPlannerTeam
 from baselines.rl.policy_team import SEED_STRIDE, Decision
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Chat, Constraint, Generation, Sampling
+from benchmark.llm.batching import batched_llm
 
 LLM_TEAMS = ("llm_agents", "llm_planner")
 PLANNER = "planner"  # the agent name of the planner's decisions
@@ -95,7 +96,8 @@ class _Seeded:
         self.llm_backend, self.episode_seed = llm, episode_seed
 
     def _load_llm(self) -> LLM:
-        return self.llm_backend
+        # Inside batched rollouts, this episode's share of the batch (the backend elsewhere).
+        return batched_llm(self.llm_backend)
 
     def _recorded(self, agent_ids: list[str]) -> list[str]:
         return agent_ids
@@ -133,7 +135,7 @@ class PlannerTrainingTeam(_Seeded, LLMPlannerTeam):
     """``llm_planner`` on the policy, recording every plan."""
 
     def _load_llm(self) -> LLM:
-        return _Recorder(self.llm_backend)
+        return _Recorder(batched_llm(self.llm_backend))
 
     def _recorded(self, agent_ids: list[str]) -> list[str]:
         return [PLANNER]

@@ -20,6 +20,7 @@ from baselines.rl.checks import ConfigError, at_least, in_range, one_of
 from baselines.rl.llm_teams import LLM_TEAMS, training_team
 from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
+from benchmark.llm.batching import run_batched
 from benchmark.metrics import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.tasks import AMBIGUITY_LEVELS
@@ -68,6 +69,7 @@ class RolloutSettings:
     comm: bool = True  # messages delivered
     ambiguity: str = "types"  # instruction phrasing
     prompt: str | None = None  # llm_agents / llm_planner: their prompt template (null: default)
+    batch_episodes: int = 1  # llm teams: episodes a worker plays at once, their calls batched
 
     def __post_init__(self) -> None:
         one_of(self, "team", TEAMS)
@@ -78,7 +80,9 @@ class RolloutSettings:
             raise ConfigError("prompt", self.prompt, "is for team=llm_agents or llm_planner")
         one_of(self, "ambiguity", AMBIGUITY_LEVELS)
         at_least(self, 0, "history", "temperature")
-        at_least(self, 1, "max_objects", "max_tokens", "max_context")
+        at_least(self, 1, "max_objects", "max_tokens", "max_context", "batch_episodes")
+        if self.batch_episodes > 1 and self.team == "policy":
+            raise ConfigError("batch_episodes", self.batch_episodes, "is for the llm teams")
         if not 0 < self.top_p <= 1:
             raise ConfigError("top_p", self.top_p, "must be in (0, 1]")
         in_range(self, "reward_sharing", 0.0, 1.0)
@@ -165,6 +169,20 @@ class RolloutWorker:
         keep_trace: bool = False,
         options: RolloutSettings | None = None,
     ) -> list[EpisodeResult]:
-        return [
-            play_episode(self.generators, s, options or self.options, keep_trace) for s in specs
-        ]
+        """The episodes of ``specs``, in order; an llm team's ``batch_episodes`` at a time,
+        their LLM calls batched (each chat sampled with its own call's seed, so an episode
+        plays the same in any batch)."""
+        opts = options or self.options
+        if opts.batch_episodes <= 1:
+            return [play_episode(self.generators, s, opts, keep_trace) for s in specs]
+        out: list[EpisodeResult] = []
+        for k in range(0, len(specs), opts.batch_episodes):
+            chunk = specs[k : k + opts.batch_episodes]
+            results, _ = run_batched(
+                [lambda s=s: play_episode(self.generators, s, opts, keep_trace) for s in chunk]
+            )
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+                out.append(result)
+        return out

@@ -34,6 +34,11 @@ class Sampling:
         if not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p={self.top_p!r} must be in (0, 1]")
 
+    def row_seeds(self, rows: int) -> list[int]:
+        """The seed of each chat of a call: chat ``j`` of a call seeded ``seed`` draws from its
+        own generator, the same whatever other chats share its batch."""
+        return [(self.seed * 1_000_003 + j) % 2**63 for j in range(rows)]
+
     def key(self) -> dict:
         return {
             "max_tokens": self.max_tokens,

@@ -9,8 +9,11 @@ generations. So a decision round of K episodes x n agents is one batch instead o
 Only one thread computes at a time (the others wait for their replies), so the episodes play
 exactly as they would one after another: the batch a call joins depends only on the episodes'
 own sequences of calls, never on timing. Under greedy decoding the generated tokens are the
-backend's for each chat alone (rows of a batch do not see each other); a sampled batch draws
-from one generator, so sampled text differs from K=1's.
+backend's for each chat alone (rows of a batch do not see each other). Sampled, a backend that
+seeds each row on its own (``per_row_seeds``: the ``hf`` backend) draws each chat with the seed
+it has in its own call (:meth:`~benchmark.llm.base.Sampling.row_seeds`), so the sampled text is
+also K=1's; elsewhere calls batch only when their sampling,
+seed included, is the same, and such a batch draws from one generator.
 
 Each episode's :class:`BatchedLLM` keeps its own :class:`~benchmark.llm.base.Usage` (its own
 tokens and calls, and the latency of the batches it took part in), so per-episode accounting
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from benchmark.llm.base import LLM, Chat, Generation, Sampling, Usage
@@ -79,10 +82,14 @@ class _Rendezvous:
         return calls
 
     def _flush(self, calls: list[_Call]) -> None:
-        # Calls that can share one backend call: same sampling and the same extra arguments.
+        # Calls that can share one backend call: same sampling and the same extra arguments. A
+        # backend that seeds each row on its own (``per_row_seeds``) takes calls that differ
+        # only in their seed together, each chat with its call's seed.
+        per_row = bool(getattr(self.llm, "per_row_seeds", False))
         groups: dict[tuple, list[_Call]] = {}
         for call in calls:
-            key = (call.sampling, tuple(sorted(call.extra)))
+            sampling = replace(call.sampling, seed=0) if per_row else call.sampling
+            key = (sampling, tuple(sorted(call.extra)))
             groups.setdefault(key, []).append(call)
         for group in groups.values():
             chats = [chat for call in group for chat in call.chats]
@@ -90,6 +97,10 @@ class _Rendezvous:
                 name: [value for call in group for value in call.extra[name]]
                 for name in group[0].extra
             }
+            if per_row:
+                extra["seeds"] = [
+                    s for call in group for s in call.sampling.row_seeds(len(call.chats))
+                ]
             self.batches += 1
             self.batch_sizes.append(len(chats))
             try:

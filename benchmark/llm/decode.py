@@ -22,15 +22,25 @@ Processor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def choose(
-    scores: torch.Tensor, sampling: Sampling, generator: torch.Generator | None
+    scores: torch.Tensor,
+    sampling: Sampling,
+    generator: torch.Generator | list[torch.Generator] | None,
 ) -> torch.Tensor:
-    """The next token of each row, (rows,), from processed ``scores`` (rows, vocab)."""
+    """The next token of each row, (rows,), from processed ``scores`` (rows, vocab); a list of
+    generators draws each row from its own."""
     if sampling.temperature == 0:
         return scores.argmax(dim=-1)
     scores = scores / sampling.temperature
     if sampling.top_p < 1.0:
         scores = TopPLogitsWarper(sampling.top_p)(None, scores)
     probs = torch.softmax(scores, dim=-1)
+    if isinstance(generator, list):
+        return torch.cat(
+            [
+                torch.multinomial(p[None], 1, generator=g)[0]
+                for p, g in zip(probs, generator, strict=True)
+            ]
+        )
     return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
 
@@ -45,6 +55,7 @@ def decode(
     stop_ids: list[int],
     pad_id: int,
     processor: Processor | None = None,
+    seeds: list[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Up to ``sampling.max_tokens`` new tokens per row after a prompt already in ``cache``.
 
@@ -54,14 +65,19 @@ def decode(
         mask: (rows, width) 1 on the prompt's real tokens, 0 on pads.
         positions: (rows,) the position of each row's first new token (its prompt's length).
         logits: (rows, vocab) the model's logits after each prompt's last token.
+        seeds: one sampling seed per row (each row drawn from its own generator), instead of
+            one generator for the batch seeded with ``sampling.seed``.
 
     Returns:
         (tokens, logprobs), both (rows, steps): the tokens (``pad_id`` after a row stopped) and
         their logprobs under the model's own distribution. ``steps`` is ``max_tokens``, or fewer
         when every row stopped.
     """
-    generator = None
-    if sampling.temperature > 0:
+    generator: torch.Generator | list[torch.Generator] | None = None
+    if sampling.temperature > 0 and seeds is not None:
+        # One generator per row: a row draws the same tokens whatever batch it is in.
+        generator = [torch.Generator(device=logits.device).manual_seed(s) for s in seeds]
+    elif sampling.temperature > 0:
         generator = torch.Generator(device=logits.device).manual_seed(sampling.seed)
     stops = torch.tensor(stop_ids, device=logits.device)
     done = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)

@@ -1,9 +1,10 @@
 """The ``hf`` backend: any local transformers causal LM directory, on CPU (or a torch device).
 
 Generation is batched with the KV cache and decoded step by step (:mod:`benchmark.llm.decode`):
-greedy at temperature 0, else seeded sampling (temperature, top-p), so the same seed and batch give
-the same text. Logprobs are of the model's own distribution (temperature 1) at each generated
-token, which is what RL trainers need; under a constraint too (the grammar's mask chooses among
+greedy at temperature 0, else seeded sampling (temperature, top-p), each chat from its own
+generator (``Sampling.row_seeds``), so the same seed gives the same text whatever the batch.
+Logprobs are of the model's own distribution (temperature 1) at each generated token, which is
+what RL trainers need; under a constraint too (the grammar's mask chooses among
 tokens, it does not change the model's logprobs). Constraints are compiled by llguidance
 (:mod:`benchmark.llm.structured`), one matcher per row, so constrained and free rows share one
 batched call; stop strings apply to free rows only (a constrained row ends where its grammar
@@ -44,6 +45,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,8 @@ class HFBackend:
     weights' precision, ``float32`` (default) or ``bfloat16`` (after the adapter is merged in
     float32): on a CPU with bfloat16 matrix units a batch of prompts encodes several times
     faster, and the greedy text can differ from float32's (see ``DTYPES``)."""
+
+    per_row_seeds = True  # generate(seeds=...) samples each chat from its own generator
 
     def __init__(
         self,
@@ -221,6 +225,7 @@ class HFBackend:
         heads: list[list[int]],
         sampling: Sampling,
         processor: GrammarProcessor | None,
+        seeds: list[int] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """New tokens and their logprobs, both (rows, steps), for prompts whose first
         ``len(heads[i])`` ids are a cached (or cacheable) prefix; see :mod:`.prefix_cache`."""
@@ -261,6 +266,7 @@ class HFBackend:
             sorted({t for t in stops if t is not None}),
             pad,
             processor,
+            seeds,
         )
 
     def _generation_eos(self) -> list[int]:
@@ -301,13 +307,24 @@ class HFBackend:
         chats: list[Chat],
         sampling: Sampling,
         constraints: Sequence[Constraint | None] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Generation]:
+        """As :meth:`LLM.generate`. Sampled, each chat draws from its own generator, seeded by
+        ``seeds`` (one per chat) or else by ``sampling.row_seeds``: a chat's text does not
+        depend on the other chats of the batch."""
         start = time.perf_counter()
         wanted = per_chat(constraints, len(chats))
+        if seeds is not None and len(seeds) != len(chats):
+            raise ValueError(f"seeds: expected one per chat ({len(chats)}), got {len(seeds)}")
+        row_seed = list(seeds) if seeds is not None else sampling.row_seeds(len(chats))
         out: list[Generation | None] = [None] * len(chats)
         keys = [
-            cache_key(self.name, chat, sampling_key(sampling, c))
-            for chat, c in zip(chats, wanted, strict=True)
+            cache_key(
+                self.name,
+                chat,
+                sampling_key(replace(sampling, seed=row_seed[k]), c),
+            )
+            for k, (chat, c) in enumerate(zip(chats, wanted, strict=True))
         ]
         if self.cache is not None:
             for k, key in enumerate(keys):
@@ -325,7 +342,8 @@ class HFBackend:
                 matchers = [g.matcher(wanted[k]) if wanted[k] is not None else None for k in todo]
                 processor = GrammarProcessor(matchers, g.eos_id, g.vocab_size)
             heads = [self._prefix_of(chats[k], p) for k, p in zip(todo, prompts, strict=True)]
-            new_tokens, logp = self._decode(prompts, heads, sampling, processor)
+            todo_seeds = [row_seed[k] for k in todo]
+            new_tokens, logp = self._decode(prompts, heads, sampling, processor, todo_seeds)
             if processor is not None:
                 self.usage.add_grammar(1000 * processor.seconds, processor.steps)
             for row, k in enumerate(todo):
