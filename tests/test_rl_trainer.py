@@ -154,16 +154,23 @@ def test_concat_mode_and_per_agent_policies(sft_model: Path, tmp_path: Path) -> 
     assert not torch.equal(after["agent_0"], after["agent_1"])  # each trained on its own agent
 
 
-def test_rows_sharing_a_prompt_run_it_once_with_the_same_results(sft_model: Path) -> None:
+@pytest.mark.parametrize("distinct", [False, True], ids=["shared_prompts", "distinct_prompts"])
+def test_rows_scored_from_their_prompt_length_give_the_same_results(
+    sft_model: Path, distinct: bool
+) -> None:
+    """Rows sharing a prompt run it once; rows with distinct prompts run left-padded with the
+    vocabulary projection on their continuations only: the same logprobs, entropies, values
+    and gradients as scoring every position."""
     policy = Policy(sft_model, value_head=True, threads=1)
     g = torch.Generator().manual_seed(0)
     # Seeded here: the global generator's state depends on which tests ran before in the worker.
     torch.nn.init.normal_(policy.value_head.weight, generator=g)
-    prompts = [torch.randint(5, 400, (n,), generator=g).tolist() for n in (20, 13)]
+    prompts = [torch.randint(5, 400, (n,), generator=g).tolist() for n in (20, 13, 17, 9, 25, 11)]
     rows, starts = [], []
     for k in range(6):
-        rows.append(prompts[k % 2] + torch.randint(5, 400, (3 + k,), generator=g).tolist())
-        starts.append(len(prompts[k % 2]))
+        prompt = prompts[k] if distinct else prompts[k % 2]
+        rows.append(prompt + torch.randint(5, 400, (3 + k,), generator=g).tolist())
+        starts.append(len(prompt))
     ids = torch.zeros(6, max(map(len, rows)), dtype=torch.long)
     attn, mask = torch.zeros_like(ids), torch.zeros(ids.shape)
     for b, r in enumerate(rows):

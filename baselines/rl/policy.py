@@ -333,11 +333,12 @@ class Policy:
         """(positions, targets, logits, hidden, valid) of ``model`` on the rows: each distinct
         prompt run once when ``prompt_lengths`` is given, every position after the first
         otherwise."""
-        shared = None if prompt_lengths is None else _distinct_prompts(ids, prompt_lengths)
+        if prompt_lengths is None:
+            return self._run_plain(model, ids, mask, hidden)
+        shared = _distinct_prompts(ids, prompt_lengths)
         if shared is not None and len(shared[0]) < len(ids):
-            assert prompt_lengths is not None
             return self._run_shared(model, ids, mask, prompt_lengths, shared, hidden)
-        return self._run_plain(model, ids, mask, hidden)
+        return self._run_replies(model, ids, mask, prompt_lengths, hidden)
 
     @staticmethod
     def _run_plain(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, hidden: bool):
@@ -347,6 +348,40 @@ class Policy:
         positions = torch.arange(1, T, device=ids.device).expand(B, T - 1)
         states = out.hidden_states[-1][:, :-1] if hidden else None
         return positions, ids[:, 1:], out.logits[:, :-1], states, mask[:, 1:].float()
+
+    def _run_replies(
+        self,
+        model: nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        prompt_lengths: torch.Tensor,
+        hidden: bool,
+    ):
+        """Like :meth:`_run_plain` for the positions from each row's prompt length on, every
+        prompt distinct: the rows run left-padded, so that every continuation ends at the last
+        position, and the vocabulary projection runs on the last positions alone (a
+        continuation is a few dozen tokens, a prompt a few hundred, the vocabulary 49k wide)."""
+        dev = ids.device
+        lengths = mask.sum(-1).long()
+        P = prompt_lengths.to(dev).long().clamp(min=1)
+        counts = (lengths - P).clamp(min=0)
+        K = max(int(counts.max()), 1)
+        rows = [ids[b, : int(lengths[b])].tolist() for b in range(len(ids))]
+        left, left_mask = pad_left(rows, self.tokenizer.pad_token_id)
+        left, left_mask = left.to(dev), left_mask.to(dev)
+        out = model(
+            input_ids=left,
+            attention_mask=left_mask,
+            position_ids=(left_mask.cumsum(-1) - 1).clamp(min=0),
+            output_hidden_states=hidden,
+            logits_to_keep=K + 1,
+        )
+        offsets = torch.arange(K, device=dev)
+        # Kept logit i scores the token K - i positions before each row's end.
+        positions = (lengths.unsqueeze(-1) - K + offsets).clamp(0, ids.shape[1] - 1)
+        valid = (offsets >= (K - counts).unsqueeze(-1)).float()
+        states = out.hidden_states[-1][:, -(K + 1) : -1] if hidden else None
+        return positions, left[:, -K:], out.logits[:, :-1], states, valid
 
     def _run_shared(
         self,
