@@ -157,9 +157,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--batch", type=int, default=6, help="episodes played at once")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32", help="the learner's weights (hf dtype)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    llm = {"backend": "smollm2", "model": "", "options": {}, "adapter": args.adapter}
+    options = {} if args.dtype == "float32" else {"dtype": args.dtype}
+    llm = {"backend": "smollm2", "model": "", "options": options, "adapter": args.adapter}
     episodes = [
         (args.tasks[k % len(args.tasks)], args.seed_start + k) for k in range(args.episodes)
     ]

@@ -157,14 +157,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--episodes", type=int, default=24, help="held-out teacher episodes")
     parser.add_argument("--per-skill", type=int, default=40, help="decisions kept per skill")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32", help="the model's weights (hf dtype)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     decisions, stats = heldout_decisions(FAMILY_TASKS, args.episodes, args.per_skill)
-    llm = shared_llm({"backend": "smollm2", "model": "", "options": {}, "adapter": args.adapter})
+    options = {} if args.dtype == "float32" else {"dtype": args.dtype}
+    llm = shared_llm(
+        {"backend": "smollm2", "model": "", "options": options, "adapter": args.adapter}
+    )
     table = imitation_accuracy(llm, decisions)
-    print(json.dumps({"adapter": args.adapter, **stats, "accuracy": table}))
+    print(json.dumps({"adapter": args.adapter, "dtype": args.dtype, **stats, "accuracy": table}))
 
 
 if __name__ == "__main__":

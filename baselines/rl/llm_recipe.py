@@ -175,6 +175,7 @@ def dagger_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
                         f"--episodes={args.dagger_episodes}",
                         f"--seed-start={r * DAGGER_SEED}",
                         f"--threads={args.threads}",
+                        f"--dtype={args.eval_dtype}",
                     ],
                     log,
                 )
@@ -224,6 +225,7 @@ def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | Non
                 f"--episodes={args.heldout_episodes}",
                 f"--per-skill={args.per_skill}",
                 f"--threads={args.threads}",
+                f"--dtype={args.eval_dtype}",
             ],
             log,
         )
@@ -435,7 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--suite", default="llm_heldout", help="llm_agents' held-out suite")
-    parser.add_argument("--eval-dtype", default="bfloat16", help="llm_agents' eval weights")
+    parser.add_argument(
+        "--eval-dtype",
+        default="bfloat16",
+        help="llm_agents' weights when it plays (DAgger, accuracy, evaluation)",
+    )
     parser.add_argument(
         "--stages", nargs="+", default=list(STAGES), choices=list(STAGES), help="what to run"
     )
