@@ -24,7 +24,8 @@ training-split scenes:
 
 ``llm_planner`` learns the ``oracle``'s plans (``sft``), then ``grpo`` and ``eval``.
 
-Adapters are written to ``baselines/adapters/<name>`` (what ``llm.adapter=<name>`` loads), the
+Each finished stage's adapter is copied to ``baselines/adapters/smollm2-<short>-<stage>`` (what
+``llm.adapter=<name>`` loads; ``<stage>``: sft, dagger, grpo), the
 report (``REPORT.md``: the stages' wall times, imitation accuracies and the comparison table
 with exact 95% intervals on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a
 public command line whose run directory is kept under ``--out``; a stage whose output is there
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -343,6 +345,28 @@ def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
     return text
 
 
+def publish(baseline: str, where: Path) -> list[str]:
+    """Copy each finished stage's adapter to ``baselines/adapters/smollm2-<short>-<stage>``
+    (what ``llm.adapter=<name>`` loads); the names copied."""
+    short = SHORT[baseline]
+    rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
+    stages = {
+        "sft": where / "sft" / "adapter",
+        "dagger": rounds[-1] if rounds else None,
+        "grpo": where / "grpo" / "final_adapter",
+    }
+    copied = []
+    for stage, source in stages.items():
+        if source is None or not (source / "adapter_config.json").is_file():
+            continue
+        target = ADAPTERS_DIR / f"smollm2-{short}-{stage}"
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source, target)
+        copied.append(target.name)
+    return copied
+
+
 def stage_facts(where: Path) -> list[str]:
     """What the run directories of ``where`` say of the training stages: SFT's
     demonstrations, loss and wall time, each DAgger round's learner, GRPO's steps."""
@@ -461,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
             accuracy(args, where, models)
         if "grpo" in args.stages:
             grpo(baseline, args, where, rounds[-1] if rounds else None)
+        print(f"adapters in {ADAPTERS_DIR}: {', '.join(publish(baseline, where)) or 'none yet'}")
         if "eval" in args.stages:
             evaluate_all(baseline, args, where)
     text = report(args, out)
