@@ -166,6 +166,8 @@ def test_imitation_accuracy_is_counted_by_the_teachers_skill() -> None:
     assert all(row["action"] == row["skill"] == 1.0 for row in perfect.values())
     explorer = imitation_accuracy(KnowsTheAnswers(answers, explore_only=True), decisions)
     assert explorer["explore"]["action"] == 1.0
+    assert all(row["chosen"] == {"explore": row["n"]} for s, row in explorer.items() if s in skills)
+    assert perfect["explore"]["chosen"] == {"explore": perfect["explore"]["n"]}
     assert explorer["critical"]["action"] == explorer["critical"]["target"] == 0.0
     assert explorer["all"]["action"] == pytest.approx(
         explorer["explore"]["n"] / len(decisions), abs=5e-4

@@ -9,7 +9,8 @@ action is compared with the teacher's, by the teacher's skill:
 
 * ``action``: the same skill on the same object (the exact decision);
 * ``skill``: the same skill;
-* ``target``: of the decisions on an object, the same object named (whatever the skill).
+* ``target``: of the decisions on an object, the same object named (whatever the skill);
+* ``chosen`` (per skill): the skills the model chose there, with their counts.
 
 Messages are not compared. The decisions are drawn per skill (at most ``per_skill`` of each,
 evenly across the episodes), so a rare skill is measured as well as ``explore``.
@@ -102,9 +103,11 @@ def imitation_accuracy(
 ) -> dict[str, dict[str, float]]:
     """Accuracy by the teacher's skill (and ``all``, and ``critical``: every skill but
     explore and wait) of ``llm`` (an :class:`~benchmark.llm.base.LLM`) answering the
-    decisions greedily under their schemas: n, action, skill and target (see the module)."""
+    decisions greedily under their schemas: n, action, skill, target and, per skill, the
+    skills chosen (see the module)."""
     sampling = Sampling(max_tokens=64, temperature=0.0, seed=0)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)  # teacher's skill -> model's
     for k in range(0, len(decisions), batch):
         rows = decisions[k : k + batch]
         replies = llm.generate(
@@ -118,6 +121,7 @@ def imitation_accuracy(
             got = line.partition("|")[0].strip()
             skill = skill_of(want)
             groups = ["all", skill] + ([] if skill in ("explore", "wait") else ["critical"])
+            confusion[skill][skill_of(got) or "(none)"] += 1
             for group in groups:
                 c = counts[group]
                 c["n"] += 1
@@ -134,16 +138,23 @@ def imitation_accuracy(
         if c["targeted"]:
             row["target"] = c["target"] / c["targeted"]
         table[group] = {k: round(v, 3) for k, v in row.items()}
+        if group in confusion:
+            table[group]["chosen"] = dict(confusion[group].most_common())
     return table
 
 
 def format_table(table: dict[str, dict[str, float]]) -> list[str]:
     """The accuracy table in markdown."""
-    lines = ["| skill | n | action | skill | target |", "|---|---|---|---|---|"]
+    lines = [
+        "| skill | n | action | skill | target | chosen instead |",
+        "|---|---|---|---|---|---|",
+    ]
     for group, row in table.items():
         target = f"{row['target']:.2f}" if "target" in row else "-"
+        others = [f"{k} {v}" for k, v in row.get("chosen", {}).items() if k != group][:3]
         lines.append(
-            f"| {group} | {row['n']} | {row['action']:.2f} | {row['skill']:.2f} | {target} |"
+            f"| {group} | {row['n']} | {row['action']:.2f} | {row['skill']:.2f} | {target} | "
+            f"{', '.join(others) or '-'} |"
         )
     return lines
 
