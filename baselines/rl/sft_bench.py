@@ -10,7 +10,9 @@ chat template as the backends encode them. Each setting times ``steps`` AdamW st
 * ``reply_logits``: the projection on the reply positions only (:func:`~baselines.rl.sft.
   reply_loss`, the same loss), LoRA on every layer;
 * ``reply_logits_top16`` / ``top8``: LoRA on the top 16 (8, rank 16) layers only, so that the
-  backward pass stops there.
+  backward pass stops there;
+* ``reply_logits_top16_r16_bf16``: what ``make train-llm`` runs: rank 16 on the top 16 layers,
+  the matmuls in bfloat16 (autocast; weights and optimizer in float32).
 
 One JSON line: examples/s and tokens/s of each, the mean prompt and reply tokens, and each
 setting's speed-up over ``full_logits``.
@@ -35,11 +37,13 @@ from baselines.rl.view_check import TASKS, V4
 from benchmark.llm.smollm2 import smollm2_dir
 
 Rows = list[tuple[list[int], int]]
-SETTINGS: dict[str, tuple[Callable[[Policy, Rows], torch.Tensor], LoraOptions]] = {
-    "full_logits": (sft_loss, LoraOptions()),
-    "reply_logits": (reply_loss, LoraOptions()),
-    "reply_logits_top16": (reply_loss, LoraOptions(layers=16)),
-    "reply_logits_top8_r16": (reply_loss, LoraOptions(r=16, alpha=32, layers=8)),
+# name -> (loss, LoRA placement, bf16 autocast)
+SETTINGS: dict[str, tuple[Callable[[Policy, Rows], torch.Tensor], LoraOptions, bool]] = {
+    "full_logits": (sft_loss, LoraOptions(), False),
+    "reply_logits": (reply_loss, LoraOptions(), False),
+    "reply_logits_top16": (reply_loss, LoraOptions(layers=16), False),
+    "reply_logits_top8_r16": (reply_loss, LoraOptions(r=16, alpha=32, layers=8), False),
+    "reply_logits_top16_r16_bf16": (reply_loss, LoraOptions(r=16, alpha=32, layers=16), True),
 }
 
 
@@ -69,6 +73,7 @@ def time_setting(
     lora: LoraOptions,
     batches: list[Rows],
     threads: int,
+    bf16: bool = False,
 ) -> float:
     """Seconds per step over ``batches[1:]`` (``batches[0]`` warms up)."""
     policy = Policy(smollm2_dir(), lora=lora, threads=threads)
@@ -77,7 +82,8 @@ def time_setting(
     times = []
     for batch in batches:
         start = time.perf_counter()
-        loss = loss_fn(policy, batch)
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            loss = loss_fn(policy, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -104,8 +110,8 @@ def run(episodes: int, steps: int, batch: int, threads: int, settings: Sequence[
         "threads": threads,
     }
     for name in settings:
-        loss_fn, lora = SETTINGS[name]
-        seconds = time_setting(loss_fn, lora, batches, threads)
+        loss_fn, lora, bf16 = SETTINGS[name]
+        seconds = time_setting(loss_fn, lora, batches, threads, bf16)
         out[name] = {
             "s_per_step": round(seconds, 2),
             "examples_per_s": round(batch / seconds, 2),
