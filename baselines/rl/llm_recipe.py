@@ -10,22 +10,23 @@ training-split scenes:
 
 1. ``sft``: ``python -m baselines.sft format=llm_agents lora=true ...`` on the teacher's
    decisions in the episodes it solved, a quarter of the routine ones (``explore``, ``wait``)
-   kept: the adapter ``smollm2-agents-sft``;
+   kept: the adapter ``smollm2-agents-v4-sft``;
 2. ``dagger`` (rounds): ``python -m baselines.rl.dagger`` plays the learner and labels the
    states it reaches with the teacher's decisions, then ``baselines.sft demos_file=...
    init_adapter=<previous>`` trains on those with half as many earlier demonstrations: the adapter
-   ``smollm2-agents-dagger``;
+   ``smollm2-agents-v4-dagger``;
 3. ``accuracy``: after each of them, ``python -m baselines.rl.imitation`` (accuracy by skill
    on held-out teacher decisions, val-split scenes);
 4. ``grpo``: ``python -m baselines.train trainer=grpo rollout.team=llm_agents ...`` from the
-   last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-grpo``;
+   last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-v4-grpo``;
 5. ``eval``: ``python -m benchmark.run baseline=llm_agents llm=smollm2 suite=<--suite>`` per
    model, the same held-out val-scene episodes, greedy.
 
 ``llm_planner`` learns the ``oracle``'s plans (``sft``), then ``grpo`` and ``eval``.
 
-Each finished stage's adapter is copied to ``baselines/adapters/smollm2-<short>-<stage>`` (what
-``llm.adapter=<name>`` loads; ``<stage>``: sft, dagger, grpo), the
+Each finished stage's adapter is copied to ``baselines/adapters/<prefix>-<stage>`` (what
+``llm.adapter=<name>`` loads; ``<prefix>``: ``smollm2-agents-v4`` or ``smollm2-planner``;
+``<stage>``: sft, dagger, grpo), the
 report (``REPORT.md``: the stages' wall times, imitation accuracies and the comparison table
 with exact 95% intervals on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a
 public command line whose run directory is kept under ``--out``; a stage whose output is there
@@ -64,6 +65,9 @@ FAMILY_TASKS = (
 )
 PLANNER_TASKS = ("transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0")
 SHORT = {"llm_agents": "agents", "llm_planner": "planner"}
+# The committed adapters' names: <prefix>-<stage>. llm_agents' are those of the v4 prompt (the
+# earlier smollm2-agents-* adapters, v3, stay as the runs of the committed tables made them).
+PREFIX = {"llm_agents": "smollm2-agents-v4", "llm_planner": "smollm2-planner"}
 TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
 STAGES = ("sft", "dagger", "accuracy", "grpo", "eval")
 PROMPT = "llm_agents_v4"
@@ -114,7 +118,7 @@ def sft(baseline: str, args: argparse.Namespace, out: Path) -> None:
     """The SFT adapter ``smollm2-<short>-sft`` (skipped when its run finished)."""
     if (out / "sft" / "sft.json").is_file():
         return
-    name = f"smollm2-{SHORT[baseline]}-sft"
+    name = f"{PREFIX[baseline]}-sft"
     if baseline == "llm_agents":
         stage = [
             "format=llm_agents",
@@ -200,7 +204,7 @@ def dagger_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
                     f"init_adapter={previous}",
                     "epochs=1",
                     *_lora(args),
-                    f"adapter={'smollm2-agents-dagger' if last else 'null'}",
+                    f"adapter={PREFIX['llm_agents'] + '-dagger' if last else 'null'}",
                     f"hydra.run.dir={run_dir}",
                 ],
                 where / f"sft{r}.log",
@@ -236,8 +240,7 @@ def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | Non
 
 def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None) -> None:
     """GRPO from the adapter ``start`` (the last DAgger round's, or SFT's): the adapter
-    ``smollm2-<short>-grpo``. Resumes from its checkpoints; skipped when it finished."""
-    short = SHORT[baseline]
+    ``<prefix>-grpo``. Resumes from its checkpoints; skipped when it finished."""
     if (out / "grpo" / "final_adapter").is_dir():
         return
     start = start or out / "sft" / "adapter"
@@ -259,7 +262,7 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
             "policy=smollm2_lora",
             *lora,
             f"policy.adapter={start}",
-            f"policy.adapter_out=smollm2-{short}-grpo",
+            f"policy.adapter_out={PREFIX[baseline]}-grpo",
             f"rollout.team={baseline}",
             "rollout.reward_sharing=0.7",
             "rollout.temperature=1.0",
@@ -346,9 +349,8 @@ def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
 
 
 def publish(baseline: str, where: Path) -> list[str]:
-    """Copy each finished stage's adapter to ``baselines/adapters/smollm2-<short>-<stage>``
-    (what ``llm.adapter=<name>`` loads); the names copied."""
-    short = SHORT[baseline]
+    """Copy each finished stage's adapter to ``baselines/adapters/<prefix>-<stage>`` (what
+    ``llm.adapter=<name>`` loads); the names copied."""
     rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
     stages = {
         "sft": where / "sft" / "adapter",
@@ -359,7 +361,7 @@ def publish(baseline: str, where: Path) -> list[str]:
     for stage, source in stages.items():
         if source is None or not (source / "adapter_config.json").is_file():
             continue
-        target = ADAPTERS_DIR / f"smollm2-{short}-{stage}"
+        target = ADAPTERS_DIR / f"{PREFIX[baseline]}-{stage}"
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(source, target)
