@@ -25,6 +25,7 @@ an agent that sees the target of a teammate's subtask tells that teammate once
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
@@ -40,6 +41,7 @@ from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Sampling
 from benchmark.sim.catalog import type_of_id
+from benchmark.skill_names import JOINT_SKILLS as JOINT
 
 
 class LLMPlannerTeam(Team):
@@ -152,6 +154,23 @@ class LLMPlannerTeam(Team):
                 return f" | say {mate}: found {s.target}"
         return ""
 
+    def _hand_over_puts(self, observations: dict[str, dict[str, Any]]) -> None:
+        """After a joint lift one of the lifters holds the object, not always the one the plan
+        gives its ``put`` to: a put that follows a lift goes to the lifter holding the object."""
+        by_id = {s.id: s for s in self.decomposition.subtasks}
+        for k, s in enumerate(self.decomposition.subtasks):
+            if s.skill != "put" or s.id in self.done or observations[s.agent]["holding"]:
+                continue
+            lifted = {by_id[a].target for a in s.after if a in by_id and by_id[a].skill in JOINT}
+            holder = next(
+                (b for b, o in observations.items() if b != s.agent and o["holding"] in lifted),
+                None,
+            )
+            if holder is not None:
+                self.decomposition.subtasks[k] = replace(s, agent=holder)
+                if self.current.get(s.agent) is s:
+                    self.current[s.agent] = None
+
     def _next_subtask(self, agent: str) -> Subtask | None:
         taken = {s.id for s in self.current.values() if s is not None}
         for s in self.decomposition.subtasks:
@@ -169,6 +188,7 @@ class LLMPlannerTeam(Team):
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         discovered = self._relevant_new(observations)
         self._learn(observations)
+        self._hand_over_puts(observations)
         if (
             self.replans < 0
             or (discovered and self.replans < self.max_replans)

@@ -77,3 +77,15 @@ def test_the_gold_plan_schedules_a_joint_lift_and_the_executor_meets_its_partner
     assert episode_metrics(trace)["SR"] == 1.0
     # A lift alone waits for the partner; it is neither counted as a failure nor given up.
     assert not team.futile
+
+
+def test_the_put_after_a_joint_lift_goes_to_the_lifter_that_holds_the_object() -> None:
+    # Here the plan gives the put to the lifter that does not end up holding the laptop.
+    env = make_env("heavy_laptop_sofa_v0", n_agents=2, seed=0, split="test")
+    team = GoldPlanTeam()
+    planned = {s.id: s.agent for s in gold_plan(env.task_info()).subtasks if s.skill == "put"}
+    trace = run_episode(env, team, seed=0)
+    assert episode_metrics(trace)["SR"] == 1.0
+    puts = [r for r in trace["skills"] if r["skill"] == "put" and r["success"]]
+    assert puts and {s.agent for s in team.plan().subtasks if s.id in planned} == {puts[0]["agent"]}
+    assert [r for r in trace["skills"] if r.get("reason") == "hands_empty"] == []
