@@ -456,10 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout-episodes", type=int, default=39, help="accuracy: teacher")
     parser.add_argument("--per-skill", type=int, default=40, help="accuracy: decisions a skill")
     parser.add_argument("--plan-episodes", type=int, default=40, help="oracle episodes")
-    parser.add_argument("--grpo-steps", type=int, default=2)
+    # GRPO's budget: 2 seeds x a group of 8 rollouts (played 8 at a time, calls batched) per
+    # update, trained on a subsample of their decisions.
+    parser.add_argument("--grpo-steps", type=int, default=6)
     parser.add_argument("--seeds-per-step", type=int, default=2)
-    parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--max-samples", type=int, default=48, help="GRPO samples per update")
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--max-samples", type=int, default=256, help="GRPO samples per update")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--suite", default="llm_heldout", help="llm_agents' held-out suite")
