@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.llm_agents import LLMAgentsTeam
-from baselines.rl.llm_demos import demo_env, teacher_reply
+from baselines.rl.llm_demos import played_env, teacher_reply
 from benchmark.agents import Team, make_team
 from benchmark.env.views import TaskInfo
 from benchmark.llm.batching import run_batched
@@ -74,10 +74,7 @@ class DaggerTeam(Team):
 
 
 def _episode(task: str, seed: int, split: str, llm: dict[str, Any], prompt: str) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    rollout = OmegaConf.create({"reward_sharing": 0.0, "comm": True, "ambiguity": "types"})
-    env = demo_env(task, 2, split, rollout, full=False)
+    env = played_env(task, split)
     team = DaggerTeam(LLMAgentsTeam(llm=llm, prompt=prompt), make_team("heuristic"))
     try:
         trace = run_episode(env, team, seed=seed)

@@ -26,10 +26,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from baselines.llm_agents import read_decision
-from baselines.rl.llm_demos import AgentsDemonstrator, demo_env
+from baselines.rl.llm_demos import AgentsDemonstrator, played_env
 from benchmark.agents import make_team
 from benchmark.llm.base import Constraint, Sampling
 from benchmark.metrics import episode_metrics
@@ -65,12 +63,11 @@ def heldout_decisions(
     """The teacher's decisions in ``episodes`` episodes (tasks in turn, successful episodes
     only): at most ``per_skill`` of each skill, drawn evenly. Each: task, seed, agent, chat,
     reply (the teacher's), schema. And the teacher's SR over the episodes."""
-    rollout = OmegaConf.create({"reward_sharing": 0.0, "comm": True, "ambiguity": "types"})
     by_skill: dict[str, list[dict[str, Any]]] = defaultdict(list)
     solved = []
     for k in range(episodes):
         task, seed = tasks[k % len(tasks)], seed_start + k
-        env = demo_env(task, 2, split, rollout, full=False)
+        env = played_env(task, split)
         team = AgentsDemonstrator(make_team("heuristic"), prompt)
         try:
             trace = run_episode(env, team, seed=seed)

@@ -103,6 +103,12 @@ def demo_env(task: str, n_agents: int, split: str, rollout: Any, full: bool) -> 
     return CollabEnv(task, n_agents=n_agents, options=options)
 
 
+def played_env(task: str, split: str) -> CollabEnv:
+    """The env of a two-agent episode as the evaluation plays it (partial observability,
+    messages on, the default instruction phrasing), for DAgger and held-out decisions."""
+    return CollabEnv(task, n_agents=2, options=EnvOptions(split=split))
+
+
 def llm_demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Demonstrations of ``cfg.format`` (``llm_agents`` or ``llm_planner``): dicts with
     ``task``, ``seed``, ``agent``, ``chat`` (the prompt messages) and ``reply``; and the
