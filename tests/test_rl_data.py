@@ -178,3 +178,28 @@ def test_the_demonstrator_records_the_teacher_without_changing_its_episode(teach
     for agent, prompt, reply in team.pairs:
         assert prompt.startswith(f"{agent} of 2. Task:") and prompt.endswith("Action:")
         assert reply.split()[0] in SKILLS
+
+
+def test_successful_only_keeps_the_teacher_episodes_it_solved_and_counts_the_rest() -> None:
+    from omegaconf import OmegaConf
+
+    from baselines.rl.config import SFTConfig
+    from baselines.rl.sft import demonstrations
+    from benchmark.agents import make_team
+    from benchmark.env.collab_env import CollabEnv, EnvOptions
+    from benchmark.metrics import episode_metrics
+    from benchmark.rollout import run_episode
+
+    tasks = ["switch_off_bedroom_v0", "switch_off_kitchen_v0"]
+    cfg = OmegaConf.structured(SFTConfig)
+    cfg.merge_with({"tasks": tasks, "episodes": 6, "successful_only": True})
+    demos, stats = demonstrations(cfg)
+    solved = set()
+    for k in range(6):  # the teacher's own episodes, played apart
+        env = CollabEnv(tasks[k % 2], n_agents=2, options=EnvOptions(split="train"))
+        if episode_metrics(run_episode(env, make_team("heuristic"), seed=k))["SR"]:
+            solved.add(k)
+    assert 0 < len(solved) < 6  # these seeds hold both outcomes
+    assert {d["seed"] for d in demos} == solved
+    assert stats["episodes_dropped"] == 6 - len(solved)
+    assert stats["teacher_SR"] == len(solved) / 6

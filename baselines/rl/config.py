@@ -241,7 +241,7 @@ class SFTConfig:
     format: str = "rl_view"  # rl_view (the policy team) | llm_agents | llm_planner (their prompts)
     prompt: str | None = None  # llm_* formats: the baseline's prompt template (null: its default)
     max_subtasks: int = 8  # llm_planner: most subtasks in a demonstrated plan
-    successful_only: bool = False  # llm_* formats: learn only from episodes the teacher solved
+    successful_only: bool = False  # learn only from the episodes the teacher solved
     max_demos: int = 0  # keep this many demonstrations, drawn evenly (0: all)
     routine_weight: float = 1.0  # loss weight of explore/wait decisions (the rest weigh 1)
     routine_keep: float = 1.0  # share of the explore/wait demonstrations kept (seeded draw)

@@ -19,8 +19,12 @@ training-split scenes:
    on held-out teacher decisions, val-split scenes);
 4. ``grpo``: ``python -m baselines.train trainer=grpo rollout.team=llm_agents ...`` from the
    last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-v4-grpo``;
-5. ``eval``: ``python -m benchmark.run baseline=llm_agents llm=smollm2 suite=<--suite>`` per
-   model, the same held-out val-scene episodes, greedy.
+5. ``tiny``: the from-scratch tiny policy team trained by SFT on the same teacher episodes
+   (does pretraining help?);
+6. ``eval``: ``python -m benchmark.run baseline=llm_agents llm=smollm2 suite=<--suite>`` per
+   model (greedy), the teacher, the tiny team and the last model with messages off, all on the
+   same held-out val-scene episodes; then ``python -m benchmark.compare`` for each question
+   (``COMPARISONS``: paired SR differences with exact McNemar p-values).
 
 ``llm_planner`` learns the ``oracle``'s plans (``sft``), then ``grpo`` and ``eval``.
 
@@ -69,7 +73,8 @@ SHORT = {"llm_agents": "agents", "llm_planner": "planner"}
 # earlier smollm2-agents-* adapters, v3, stay as the runs of the committed tables made them).
 PREFIX = {"llm_agents": "smollm2-agents-v4", "llm_planner": "smollm2-planner"}
 TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
-STAGES = ("sft", "dagger", "accuracy", "grpo", "eval")
+STAGES = ("sft", "dagger", "accuracy", "grpo", "tiny", "eval")
+TINY = "sft-tiny-families"  # the tiny policy team trained on llm_agents' teacher episodes
 PROMPT = "llm_agents_v4"
 DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
 
@@ -214,6 +219,17 @@ def dagger_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
     return adapters
 
 
+def finished_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
+    """The adapters of the DAgger rounds already trained in ``out``, in order."""
+    done = []
+    for r in range(1, args.dagger_rounds + 1):
+        run_dir = out / "dagger" / f"sft{r}"
+        if not (run_dir / "sft.json").is_file():
+            break
+        done.append(run_dir / "adapter")
+    return done
+
+
 def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | None]) -> None:
     """Imitation accuracy by skill of each model on the held-out teacher decisions
     (``accuracy/<label>.json``; skipped when there)."""
@@ -286,32 +302,43 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
     )
 
 
-def evaluate(
-    baseline: str,
-    label: str,
-    adapter: Path | None,
-    args: argparse.Namespace,
-    out: Path,
-    extra: tuple[str, ...] = (),
-) -> Path:
-    """Play the held-out suite with one model (``adapter``; None: the base model) into
-    ``eval/<label>``; a run already there goes on from the episodes it has."""
+def tiny(args: argparse.Namespace, out: Path) -> None:
+    """Does pretraining help? The from-scratch tiny policy team (``baseline=policy``) trained by
+    SFT on the same teacher episodes as ``llm_agents``' (same tasks, seeds, solved episodes and
+    thinning), in its own view: the policy ``<cache>/policies/sft-tiny-families``."""
+    if (out / "tiny" / "sft.json").is_file():
+        return
+    _run(
+        [
+            "baselines.sft",
+            "format=rl_view",
+            "init=tiny",
+            "teacher=heuristic",
+            f"tasks={_tasks(args.tasks)}",
+            f"episodes={args.sft_episodes}",
+            "successful_only=true",
+            f"routine_keep={args.routine_keep}",
+            "epochs=3",
+            f"threads={args.threads}",
+            f"name={TINY}",
+            f"hydra.run.dir={out / 'tiny'}",
+        ],
+        out / "tiny.log",
+    )
+
+
+def evaluate(label: str, team: list[str], args: argparse.Namespace, out: Path) -> Path:
+    """Play the held-out suite with one team (``team``: its overrides of ``benchmark.run``)
+    into ``eval/<label>``; a run already there goes on from the episodes it has."""
     run_dir = out / "eval" / label
     run_dir.parent.mkdir(exist_ok=True)
-    agents = baseline == "llm_agents"
     _run(
         [
             "benchmark.run",
-            f"baseline={baseline}",
-            "llm=smollm2",
-            f"llm.adapter={adapter or 'null'}",
-            *([f"baseline.kwargs.prompt={PROMPT}", "batch_episodes=6"] if agents else []),
-            *([f"+llm.options.dtype={args.eval_dtype}"] if agents else []),
-            f"suite={args.suite if agents else 'llm_val'}",
+            *team,
             f"workers={args.workers}",
             "reference=false",
             "comm=[true]",
-            *extra,
             "logger.console=false",
             f"output_dir={run_dir}",
         ],
@@ -320,30 +347,85 @@ def evaluate(
     return run_dir
 
 
+def _smollm2(baseline: str, adapter: Path | None, args: argparse.Namespace) -> list[str]:
+    """``benchmark.run``'s overrides for the SmolLM2 team with ``adapter`` (None: base)."""
+    agents = baseline == "llm_agents"
+    return [
+        f"baseline={baseline}",
+        "llm=smollm2",
+        f"llm.adapter={adapter or 'null'}",
+        *([f"baseline.kwargs.prompt={PROMPT}", "batch_episodes=6"] if agents else []),
+        *([f"+llm.options.dtype={args.eval_dtype}"] if agents else []),
+        f"suite={args.suite if agents else 'llm_val'}",
+    ]
+
+
+# What each comparison of the report asks: its runs (the first is the reference) and the
+# options of benchmark.compare.
+COMPARISONS = (
+    ("Each training stage against the base model", ("base", "sft", "dagger", "grpo"), ()),
+    ("GRPO against its start (the last DAgger round)", ("dagger", "grpo"), ()),
+    ("The trained team against its teacher", ("teacher", "grpo"), ()),
+    ("Pretraining: the tiny policy team on the same data", ("tiny", "grpo"), ()),
+    (
+        "What it learned to say: messages on against off",
+        ("grpo", "grpo-comm-off"),
+        ("--across-comm",),
+    ),
+)
+
+
 def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
     """Every model of the comparison on the same held-out episodes, then
-    ``python -m benchmark.compare`` over them: its table (markdown), also written to
-    ``eval/compare.md``."""
-    models: dict[str, Path | None] = {"base": None, "sft": where / "sft" / "adapter"}
-    rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
+    ``python -m benchmark.compare`` over them (``COMPARISONS``, for ``llm_agents``; for
+    ``llm_planner`` each stage against the base model): their tables (markdown), also written
+    to ``eval/compare.md``. The last trained model and its start are played first, the base
+    model (whose episodes run to the step limit) last."""
+    stages: dict[str, Path | None] = {"base": None, "sft": where / "sft" / "adapter"}
+    rounds = finished_rounds(args, where) if baseline == "llm_agents" else []
     if rounds:
-        models["dagger"] = rounds[-1]
+        stages["dagger"] = rounds[-1]
     if (where / "grpo" / "final_adapter").is_dir():
-        models["grpo"] = where / "grpo" / "final_adapter"
-    runs = [
-        evaluate(baseline, label, a, args, where)
-        for label, a in models.items()
-        if a is None or a.is_dir()
-    ]
-    last = list(models)[-1]
-    if baseline == "llm_agents" and last != "base":
-        # What did it learn to say? The last model with messages off, paired.
-        evaluate(baseline, f"{last}-comm-off", models[last], args, where, ("comm=[false]",))
-    log = where / "eval" / "compare.log"
-    _run(
-        ["benchmark.compare", *map(str, runs), "--json", str(where / "eval" / "compare.json")], log
-    )
-    text = log.read_text()
+        stages["grpo"] = where / "grpo" / "final_adapter"
+    teams = {k: _smollm2(baseline, a, args) for k, a in stages.items() if a is None or a.is_dir()}
+    last = list(teams)[-1]
+    if baseline == "llm_agents":
+        held_out = f"suite={args.suite}"
+        teams = {
+            "teacher": ["baseline=heuristic", "llm=none", held_out],
+            **(
+                {"tiny": ["baseline=policy", f"baseline.checkpoint={TINY}", held_out]}
+                if (where / "tiny" / "sft.json").is_file()
+                else {}
+            ),
+            **dict(reversed(teams.items())),
+        }
+        if last != "base":
+            teams[f"{last}-comm-off"] = [*teams[last], "comm=[false]"]
+    runs = {label: evaluate(label, team, args, where) for label, team in teams.items()}
+    if baseline == "llm_agents":
+        asked = [(t, [n.replace("grpo", last) for n in names], o) for t, names, o in COMPARISONS]
+    else:
+        asked = [("Each training stage against the base model", list(stages), ())]
+    sections = []
+    for k, (title, names, options) in enumerate(asked):
+        present = [runs[n] for n in dict.fromkeys(names) if n in runs]
+        if len(present) < 2:
+            continue
+        log = where / "eval" / f"compare{k}.log"
+        log.unlink(missing_ok=True)
+        _run(
+            [
+                "benchmark.compare",
+                *map(str, present),
+                *options,
+                "--json",
+                str(where / "eval" / f"compare{k}.json"),
+            ],
+            log,
+        )
+        sections += [f"### {title}", "", log.read_text().strip(), ""]
+    text = "\n".join(sections)
     (where / "eval" / "compare.md").write_text(text)
     return text
 
@@ -480,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         where.mkdir(parents=True, exist_ok=True)
         if "sft" in args.stages:
             sft(baseline, args, where)
-        rounds: list[Path] = []
+        rounds = finished_rounds(args, where)  # GRPO starts from the last, run or not here
         if baseline == "llm_agents" and "dagger" in args.stages:
             rounds = dagger_rounds(args, where)
         if baseline == "llm_agents" and "accuracy" in args.stages:
@@ -489,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
             accuracy(args, where, models)
         if "grpo" in args.stages:
             grpo(baseline, args, where, rounds[-1] if rounds else None)
+        if baseline == "llm_agents" and "tiny" in args.stages:
+            tiny(args, where)
         print(f"adapters in {ADAPTERS_DIR}: {', '.join(publish(baseline, where)) or 'none yet'}")
         if "eval" in args.stages:
             evaluate_all(baseline, args, where)

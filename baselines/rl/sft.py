@@ -94,7 +94,7 @@ def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
         raise ValueError(f"teacher={cfg.teacher!r} is not one of {list(TEACHERS)}")
     r = cfg.rollout
     demos: list[dict[str, Any]] = []
-    skipped = 0
+    skipped = dropped = 0
     successes = []
     for k in range(cfg.episodes):
         task = cfg.tasks[k % len(cfg.tasks)]
@@ -112,16 +112,21 @@ def demonstrations(cfg: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
             trace = run_episode(env, team, seed=seed)
         finally:
             team.close()
+        solved = episode_metrics(trace)["SR"]
+        successes.append(solved)
+        skipped += team.skipped
+        if cfg.get("successful_only", False) and not solved:
+            dropped += 1
+            continue
         demos += [
             {"task": task, "seed": seed, "agent": a, "prompt": prompt, "reply": reply}
             for a, prompt, reply in team.pairs
         ]
-        skipped += team.skipped
-        successes.append(episode_metrics(trace)["SR"])
     stats = {
         "teacher_SR": sum(successes) / len(successes),
         "demonstrations": len(demos),
         "skipped": skipped,
+        "episodes_dropped": dropped,
     }
     return demos, stats
 
