@@ -68,3 +68,23 @@ def test_an_int4_backend_generates_and_keeps_an_adapter_unmerged(
     lora = [m for m in adapted.model.modules() if hasattr(m, "lora_A")]
     assert lora and all(isinstance(m.base_layer, Int4Linear) for m in lora)
     assert adapted.generate(chats, Sampling(max_tokens=8))[0].token_ids
+
+
+def test_a_tied_output_projection_stays_bfloat16_when_weights_are_tied_again(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """SmolLM2 ties its output projection to its embeddings; int4 gives the head its own
+    bfloat16 copy, which a later ``tie_weights`` (peft calls it) must leave alone."""
+    from transformers import AutoTokenizer
+
+    from benchmark.llm.tiny import save_tiny_llama
+
+    tied = save_tiny_llama(
+        tmp_path / "tied", AutoTokenizer.from_pretrained(tiny_model), tie_embeddings=True
+    )
+    small = HFBackend(tied, dtype="int4")
+    chats = [[{"role": "user", "content": "pick up the apple"}]]
+    out = small.generate(chats, Sampling(max_tokens=8))[0]
+    small.model.tie_weights()
+    assert small.model.get_output_embeddings().weight.dtype == torch.bfloat16
+    assert small.generate(chats, Sampling(max_tokens=8))[0].token_ids == out.token_ids

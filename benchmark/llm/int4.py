@@ -109,6 +109,11 @@ def quantize(model: Any) -> dict[str, float]:
         if head.bias is not None:
             untied.bias = nn.Parameter(head.bias.detach().to(torch.bfloat16), requires_grad=False)
         model.set_output_embeddings(_Bf16Head(untied))
+        # The head now has its own (bfloat16) copy: tying it back to the embeddings would
+        # replace it with the float32 table, or fail on its read-only weight.
+        model.config.tie_word_embeddings = False
+        if getattr(model.config, "get_text_config", None):
+            model.config.get_text_config().tie_word_embeddings = False
     return errors
 
 

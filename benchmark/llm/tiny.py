@@ -38,8 +38,10 @@ def save_tiny_llama(
     seed: int = 0,
     heads: int = 4,
     max_positions: int = 2048,
+    tie_embeddings: bool = False,
 ) -> Path:
-    """Write a random ``hidden``-wide, ``layers``-deep Llama and ``tokenizer`` to ``out_dir``."""
+    """Write a random ``hidden``-wide, ``layers``-deep Llama and ``tokenizer`` to ``out_dir``
+    (``tie_embeddings``: its output projection is its input embeddings, as in SmolLM2)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -53,6 +55,7 @@ def save_tiny_llama(
         max_position_embeddings=max_positions,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=tie_embeddings,
     )
     out = Path(out_dir)
     LlamaForCausalLM(config).save_pretrained(out)
