@@ -1,6 +1,7 @@
-"""``python -m benchmark.compare RUN_DIR RUN_DIR ...``: models compared on the same episodes.
+"""``python -m benchmark.compare RUN RUN ...``: models compared on the same episodes.
 
-Each run directory (written by ``python -m benchmark.run``) holds one model's episodes; the
+Each run, a run directory (written by ``python -m benchmark.run``) or a committed bundle of one
+(``leaderboard/seed/paper/<run id>.<track>.tar.gz``), holds one model's episodes; the
 episodes are paired across the runs by task, scene split, team size and seed (and messages on or
 off, unless ``--across-comm``, which pairs a run with messages off against one with them on).
 Only the episodes every run played are compared; one-agent reference rows are left out. For each
@@ -10,6 +11,8 @@ each run after the first, against the first: the paired SR difference, the disco
 
     python -m benchmark.compare outputs/eval-base outputs/eval-sft outputs/eval-dagger
     python -m benchmark.compare RUN_A RUN_B --json compare.json
+    python -m benchmark.compare leaderboard/seed/paper/llm-dagger.*.tar.gz \
+        leaderboard/seed/paper/llm-grpo.*.tar.gz
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.reproduce.sources import SourceError, bundle_members, bundle_rows
 from benchmark.runner.results import RunDirectory
 from benchmark.stats import clopper_pearson, mcnemar_exact
 
@@ -32,11 +36,19 @@ def pair_key(row: dict[str, Any], across_comm: bool) -> tuple[Any, ...]:
 
 
 def load_rows(run: Path, across_comm: bool) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The run's episode rows (references and error rows left out) by pairing key."""
-    if not (run / "episodes.jsonl").is_file():
-        raise ValueError(f"{run} is not a run directory (no episodes.jsonl)")
+    """The run's episode rows (references and error rows left out) by pairing key; ``run`` is a
+    run directory or a bundle (``*.tar.gz``)."""
+    if run.is_file() and run.name.endswith(".tar.gz"):
+        try:
+            every = bundle_rows(bundle_members(run))
+        except SourceError as err:
+            raise ValueError(str(err)) from err
+    elif (run / "episodes.jsonl").is_file():
+        every = RunDirectory(run).rows()
+    else:
+        raise ValueError(f"{run} is neither a run directory (no episodes.jsonl) nor a bundle")
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in RunDirectory(run).rows():
+    for row in every:
         if row.get("reference") or row.get("status", "ok") != "ok":
             continue
         key = pair_key(row, across_comm)
@@ -77,7 +89,7 @@ def compare(
     """The comparison (module docstring) as a dict: ``groups`` (``all`` and each family) ->
     one entry per run, in order."""
     if len(runs) < 2:
-        raise ValueError("compare needs at least two run directories")
+        raise ValueError("compare needs at least two runs")
     tables = [load_rows(Path(r), across_comm) for r in runs]
     common = set(tables[0]).intersection(*tables[1:])
     if not common:
@@ -100,6 +112,12 @@ def compare(
     return {"paired_episodes": len(keys), "left_out": left_out, "groups": groups}
 
 
+def run_name(run: str) -> str:
+    """How a run is named in the table: its directory's name, or its bundle's run id."""
+    name = Path(run).name
+    return name.split(".", 1)[0] if name.endswith(".tar.gz") else name
+
+
 def to_markdown(result: dict[str, Any], metrics: Sequence[str] = METRICS) -> str:
     head = [
         "group",
@@ -116,7 +134,7 @@ def to_markdown(result: dict[str, Any], metrics: Sequence[str] = METRICS) -> str
         for e in entries:
             cells = [
                 group,
-                Path(e["run"]).name,
+                run_name(e["run"]),
                 str(e["episodes"]),
                 f"{e['SR']:.2f} [{e['SR_lo']:.2f}, {e['SR_hi']:.2f}]",
                 *("-" if e[m] is None else f"{e[m]:.3g}" for m in metrics),
@@ -136,7 +154,7 @@ def to_markdown(result: dict[str, Any], metrics: Sequence[str] = METRICS) -> str
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmark.compare", description=__doc__)
     parser.add_argument(
-        "runs", nargs="+", type=Path, help="run directories, the first the baseline"
+        "runs", nargs="+", type=Path, help="run directories or bundles, the first the baseline"
     )
     parser.add_argument("--across-comm", action="store_true", help="pair messages on with off")
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")

@@ -67,3 +67,23 @@ def test_runs_are_compared_on_the_episodes_they_share(tmp_path: Path, capsys) ->
     assert json.loads((tmp_path / "c.json").read_text())["paired_episodes"] == len(played)
     with pytest.raises(SystemExit):
         main([str(rand), str(tmp_path / "nothing")])
+
+
+def test_a_bundle_compares_as_the_run_directory_it_was_packed_from(tmp_path: Path) -> None:
+    from leaderboard.pack import pack_run
+
+    heuristic = _run("heuristic", tmp_path / "heuristic")
+    rand = _run("random", tmp_path / "random")
+    bundle = pack_run(heuristic, tmp_path / "heuristic.smoke.tar.gz", {"method": "heuristic"})
+    from_dir = compare([rand, heuristic])
+    from_bundle = compare([rand, bundle])
+    assert from_bundle["paired_episodes"] == from_dir["paired_episodes"] > 0
+    for group, entries in from_dir["groups"].items():
+        for a, b in zip(entries, from_bundle["groups"][group], strict=True):
+            assert {k: v for k, v in a.items() if k != "run"} == {
+                k: v for k, v in b.items() if k != "run"
+            }
+    broken = tmp_path / "broken.tar.gz"
+    broken.write_bytes(b"not a gzip file")
+    with pytest.raises(ValueError, match="cannot read bundle .*broken.tar.gz"):
+        compare([rand, broken])

@@ -82,6 +82,30 @@ def bundle_paths(spec: RunSpec, reference_dir: Path) -> list[Path]:
     return sorted(reference_dir.glob(f"{spec.id}.*.tar.gz"))
 
 
+def bundle_members(path: Path) -> dict[str, bytes]:
+    """A committed bundle's files (name -> bytes), read without unpacking it to disk;
+    SourceError naming the file when it is unreadable or holds no ``episodes.jsonl``. Only the
+    benchmark's own committed bundles are read here: the leaderboard bounds untrusted ones
+    (``leaderboard.bundle``)."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            members = {
+                m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+                for m in tar.getmembers()
+                if m.isfile()
+            }
+    except (OSError, tarfile.TarError, EOFError) as err:
+        raise SourceError(f"cannot read bundle {path}: {err}") from err
+    if "episodes.jsonl" not in members:
+        raise SourceError(f"bundle {path} has no episodes.jsonl")
+    return members
+
+
+def bundle_rows(members: dict[str, bytes]) -> list[Row]:
+    """The episode rows of a bundle's files (:func:`bundle_members`)."""
+    return [json.loads(line) for line in members["episodes.jsonl"].decode().splitlines()]
+
+
 def read_bundles(spec: RunSpec, reference_dir: Path) -> RunData:
     """The committed run ``spec`` from its bundles; rows several bundles share (one-agent
     references) are kept once. SourceError when none exists or one is unreadable."""
@@ -94,18 +118,10 @@ def read_bundles(spec: RunSpec, reference_dir: Path) -> RunData:
     traces: dict[str, bytes] = {}
     for path in paths:
         try:
-            with tarfile.open(path, "r:gz") as tar:
-                members = {
-                    m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
-                    for m in tar.getmembers()
-                    if m.isfile()
-                }
-        except (OSError, tarfile.TarError, EOFError) as err:
-            raise SourceError(f"run {spec.id}: cannot read bundle {path}: {err}") from err
-        if "episodes.jsonl" not in members:
-            raise SourceError(f"run {spec.id}: bundle {path} has no episodes.jsonl")
-        for line in members["episodes.jsonl"].decode().splitlines():
-            row = json.loads(line)
+            members = bundle_members(path)
+        except SourceError as err:
+            raise SourceError(f"run {spec.id}: {err}") from err
+        for row in bundle_rows(members):
             rows.setdefault(row["key"], row)
         traces.update({k: v for k, v in members.items() if k.startswith("traces/")})
     origin = ", ".join(str(p) for p in paths)
