@@ -29,7 +29,7 @@ CURVES = [n for n in COMMITTED if load_table(n).training is not None]  # with le
 BUNDLES = sorted(PAPER_DIR.glob("*.tar.gz"))
 # The tables whose runs are committed (README, "Reproducing the tables"); the others are
 # documented commands whose results are not committed yet.
-EXPECTED = ["comm", "decomposition", "main", "mapthor", "rl", "scaling"]
+EXPECTED = ["comm", "decomposition", "llm", "main", "mapthor", "rl", "scaling"]
 
 
 def test_the_committed_tables_are_the_expected_ones() -> None:

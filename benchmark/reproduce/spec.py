@@ -51,7 +51,7 @@ from benchmark.metric_specs import BY_NAME
 from benchmark.paths import CONFIGS_DIR
 
 TABLES_DIR = CONFIGS_DIR / "paper"
-TABLE_NAMES = ("main", "mapthor", "scaling", "comm", "decomposition", "rl")
+TABLE_NAMES = ("main", "mapthor", "scaling", "comm", "decomposition", "rl", "llm")
 KINDS = ("summary", "comm")
 ROW_FIELDS = ("baseline", "family", "level", "n_agents", "comm", "task", "suite")
 FIGURE_KINDS = ("bar", "line")
