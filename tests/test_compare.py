@@ -85,5 +85,5 @@ def test_a_bundle_compares_as_the_run_directory_it_was_packed_from(tmp_path: Pat
             }
     broken = tmp_path / "broken.tar.gz"
     broken.write_bytes(b"not a gzip file")
-    with pytest.raises(ValueError, match="cannot read bundle .*broken.tar.gz"):
+    with pytest.raises(ValueError, match=r"cannot read bundle .*broken\.tar\.gz"):
         compare([rand, broken])
