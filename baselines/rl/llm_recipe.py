@@ -75,6 +75,7 @@ PREFIX = {"llm_agents": "smollm2-agents-v4", "llm_planner": "smollm2-planner"}
 TEACHER = {"llm_agents": "heuristic", "llm_planner": "oracle"}
 STAGES = ("sft", "dagger", "accuracy", "grpo", "tiny", "eval")
 TINY = "sft-tiny-families"  # the tiny policy team trained on llm_agents' teacher episodes
+TINY_DIR = "policy-tiny-families"  # its committed model directory in baselines/adapters/
 PROMPT = "llm_agents_v4"
 DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
 
@@ -305,7 +306,8 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
 def tiny(args: argparse.Namespace, out: Path) -> None:
     """Does pretraining help? The from-scratch tiny policy team (``baseline=policy``) trained by
     SFT on the same teacher episodes as ``llm_agents``' (same tasks, seeds, solved episodes and
-    thinning), in its own view: the policy ``<cache>/policies/sft-tiny-families``."""
+    thinning), in its own view: the policy ``<cache>/policies/sft-tiny-families``, copied by
+    :func:`publish` to ``baselines/adapters/policy-tiny-families``."""
     if (out / "tiny" / "sft.json").is_file():
         return
     _run(
@@ -391,10 +393,11 @@ def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
     last = list(teams)[-1]
     if baseline == "llm_agents":
         held_out = f"suite={args.suite}"
+        tiny_dir = where / "tiny" / "model"
         teams = {
             "teacher": ["baseline=heuristic", "llm=none", held_out],
             **(
-                {"tiny": ["baseline=policy", f"baseline.checkpoint={TINY}", held_out]}
+                {"tiny": ["baseline=policy", f"baseline.checkpoint={tiny_dir}", held_out]}
                 if (where / "tiny" / "sft.json").is_file()
                 else {}
             ),
@@ -432,21 +435,29 @@ def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
 
 def publish(baseline: str, where: Path) -> list[str]:
     """Copy each finished stage's adapter to ``baselines/adapters/<prefix>-<stage>`` (what
-    ``llm.adapter=<name>`` loads); the names copied."""
+    ``llm.adapter=<name>`` loads), and the tiny policy team's model (with its ``sft.json`` as
+    ``training.json``) to ``baselines/adapters/policy-tiny-families``; the names copied."""
     rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
     stages = {
         "sft": where / "sft" / "adapter",
         "dagger": rounds[-1] if rounds else None,
         "grpo": where / "grpo" / "final_adapter",
     }
+    targets = {ADAPTERS_DIR / f"{PREFIX[baseline]}-{stage}": s for stage, s in stages.items()}
+    tiny_model = where / "tiny" / "model"
+    if baseline == "llm_agents" and (where / "tiny" / "sft.json").is_file():
+        targets[ADAPTERS_DIR / TINY_DIR] = tiny_model
     copied = []
-    for stage, source in stages.items():
-        if source is None or not (source / "adapter_config.json").is_file():
+    for target, source in targets.items():
+        if source is None or not (
+            (source / "adapter_config.json").is_file() or (source / "config.json").is_file()
+        ):
             continue
-        target = ADAPTERS_DIR / f"{PREFIX[baseline]}-{stage}"
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(source, target)
+        if source == tiny_model:
+            shutil.copy2(where / "tiny" / "sft.json", target / "training.json")
         copied.append(target.name)
     return copied
 

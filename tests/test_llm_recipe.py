@@ -1,0 +1,56 @@
+"""``make train-llm``'s publishing step (baselines/rl/llm_recipe.py): what a finished run
+copies into ``baselines/adapters/``, the names the paper tables load."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from baselines.rl import llm_recipe
+
+
+def _stage(directory: Path, marker: str, text: str) -> None:
+    directory.mkdir(parents=True)
+    (directory / marker).write_text(text)
+
+
+@pytest.fixture
+def adapters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    target = tmp_path / "adapters"
+    target.mkdir()
+    monkeypatch.setattr(llm_recipe, "ADAPTERS_DIR", target)
+    return target
+
+
+def test_publish_copies_each_finished_stage_and_the_tiny_policy(
+    tmp_path: Path, adapters: Path
+) -> None:
+    where = tmp_path / "run" / "llm_agents"
+    _stage(where / "sft" / "adapter", "adapter_config.json", '{"r": 16}')
+    _stage(where / "dagger" / "sft1" / "adapter", "adapter_config.json", '{"round": 1}')
+    _stage(where / "dagger" / "sft2" / "adapter", "adapter_config.json", '{"round": 2}')
+    _stage(where / "tiny" / "model", "config.json", '{"tiny": true}')
+    (where / "tiny" / "sft.json").write_text(json.dumps({"seconds": 93.5}))
+    (adapters / "policy-tiny-families").mkdir()
+    (adapters / "policy-tiny-families" / "stale.bin").write_text("old")
+
+    copied = llm_recipe.publish("llm_agents", where)
+
+    assert copied == ["smollm2-agents-v4-sft", "smollm2-agents-v4-dagger", "policy-tiny-families"]
+    assert (adapters / "smollm2-agents-v4-dagger" / "adapter_config.json").read_text() == (
+        '{"round": 2}'
+    )
+    tiny = adapters / "policy-tiny-families"
+    assert sorted(p.name for p in tiny.iterdir()) == ["config.json", "training.json"]
+    assert json.loads((tiny / "training.json").read_text()) == {"seconds": 93.5}
+    assert not (adapters / "smollm2-agents-v4-grpo").exists()  # GRPO has not finished
+
+
+def test_publish_skips_an_unfinished_tiny_stage_and_the_planner_has_none(
+    tmp_path: Path, adapters: Path
+) -> None:
+    where = tmp_path / "run"
+    _stage(where / "tiny" / "model", "config.json", "{}")  # no sft.json: not finished
+    assert llm_recipe.publish("llm_agents", where) == []
+    (where / "tiny" / "sft.json").write_text("{}")
+    assert llm_recipe.publish("llm_planner", where) == []
