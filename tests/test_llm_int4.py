@@ -12,7 +12,7 @@ from torch import nn
 
 from benchmark.llm.base import Sampling
 from benchmark.llm.hf import HFBackend
-from benchmark.llm.int4 import GROUP, Int4Linear, available
+from benchmark.llm.int4 import GROUP, Int4Linear, Int8Head, available
 
 pytestmark = pytest.mark.skipif(not available(), reason="this torch has no CPU int4 kernels")
 
@@ -70,11 +70,11 @@ def test_an_int4_backend_generates_and_keeps_an_adapter_unmerged(
     assert adapted.generate(chats, Sampling(max_tokens=8))[0].token_ids
 
 
-def test_a_tied_output_projection_stays_bfloat16_when_weights_are_tied_again(
+def test_a_tied_output_projection_stays_8_bit_when_weights_are_tied_again(
     tiny_model: Path, tmp_path: Path
 ) -> None:
     """SmolLM2 ties its output projection to its embeddings; int4 gives the head its own
-    bfloat16 copy, which a later ``tie_weights`` (peft calls it) must leave alone."""
+    8-bit copy, which a later ``tie_weights`` (peft calls it) must leave alone."""
     from transformers import AutoTokenizer
 
     from benchmark.llm.tiny import save_tiny_llama
@@ -86,5 +86,11 @@ def test_a_tied_output_projection_stays_bfloat16_when_weights_are_tied_again(
     chats = [[{"role": "user", "content": "pick up the apple"}]]
     out = small.generate(chats, Sampling(max_tokens=8))[0]
     small.model.tie_weights()
-    assert small.model.get_output_embeddings().weight.dtype == torch.bfloat16
+    head = small.model.get_output_embeddings()
+    assert isinstance(head, Int8Head) and head.qweight.dtype == torch.int8
+    # Its dequantised weights are the embeddings to 8 bits per row: within half a step.
+    table = small.model.get_input_embeddings().weight.float()
+    step = head.scales.float()[:, None]
+    assert ((head.weight - table).abs() <= 0.5 * step + 1e-9).all()
+    assert (step > 0).all() and float(step.max()) < float(table.abs().max()) / 100
     assert small.generate(chats, Sampling(max_tokens=8))[0].token_ids == out.token_ids

@@ -13,8 +13,12 @@ zeros' rounding to bfloat16, and bfloat16 activations). A layer whose weights ar
 grid (another model, or an adapter merged in) is quantised the same way, with the error that
 brings: :class:`Int4Linear` records the largest difference from the float32 weights in
 ``max_error``. An adapter is therefore kept beside the 4-bit base layer (peft's LoRA layers
-around it), not merged in. The embeddings and the output projection stay as they are (the output
-projection in bfloat16).
+around it), not merged in. The embeddings stay as they are. The output projection (SmolLM2's
+49,152 x 576, tied to the embeddings) would otherwise be about half of what a token reads: it
+gets its own copy in 8 bits, one symmetric scale per output row (:class:`Int8Head`, torch's
+``_weight_int8pack_mm``; the GGUF file keeps it in 8 bits too, Q8_0). On one thread this
+raised SmolLM2's batch-1 decoding from 71 to 84-87 tokens/s against a bfloat16 head, with the
+same greedy text on the bench's prompt.
 """
 
 from __future__ import annotations
@@ -31,8 +35,13 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "
 
 def available() -> bool:
     """Whether this torch build has the CPU 4-bit kernels."""
-    return hasattr(torch, "_weight_int4pack_mm_for_cpu") and hasattr(
-        torch, "_convert_weight_to_int4pack_for_cpu"
+    return all(
+        hasattr(torch, k)
+        for k in (
+            "_weight_int4pack_mm_for_cpu",
+            "_convert_weight_to_int4pack_for_cpu",
+            "_weight_int8pack_mm",
+        )
     )
 
 
@@ -82,8 +91,8 @@ def pack(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
 
 def quantize(model: Any) -> dict[str, float]:
     """Put ``model``'s decoder projections in 4 bits (in place; under peft's LoRA layers their
-    base layers) and its output projection in bfloat16. The largest weight error per kind of
-    projection."""
+    base layers) and its output projection in 8 bits (:class:`Int8Head`). The largest weight
+    error per kind of projection."""
     if not available():
         raise ValueError("llm.options.dtype=int4 needs torch's CPU int4 kernels (torch >= 2.6)")
     errors: dict[str, float] = {}
@@ -104,12 +113,8 @@ def quantize(model: Any) -> dict[str, float]:
         errors[leaf] = max(errors.get(leaf, 0.0), layer.max_error)
     head = model.get_output_embeddings()
     if head is not None:
-        untied = nn.Linear(head.in_features, head.out_features, bias=head.bias is not None)
-        untied.weight = nn.Parameter(head.weight.detach().to(torch.bfloat16), requires_grad=False)
-        if head.bias is not None:
-            untied.bias = nn.Parameter(head.bias.detach().to(torch.bfloat16), requires_grad=False)
-        model.set_output_embeddings(_Bf16Head(untied))
-        # The head now has its own (bfloat16) copy: tying it back to the embeddings would
+        model.set_output_embeddings(Int8Head(head.weight, head.bias))
+        # The head now has its own (8-bit) copy: tying it back to the embeddings would
         # replace it with the float32 table, or fail on its read-only weight.
         model.config.tie_word_embeddings = False
         if getattr(model.config, "get_text_config", None):
@@ -117,17 +122,29 @@ def quantize(model: Any) -> dict[str, float]:
     return errors
 
 
-class _Bf16Head(nn.Module):
-    """The output projection in bfloat16, its logits handed back in float32."""
+class Int8Head(nn.Module):
+    """The output projection with 8-bit weights, one symmetric scale per output row (in
+    bfloat16), multiplied in bfloat16; its logits handed back in float32."""
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         super().__init__()
-        self.linear = linear
-        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.out_features, self.in_features = weight.shape
+        w = weight.detach().float()
+        # The levels are taken against the scales as stored (bfloat16), so that every weight
+        # is within half a step of its dequantised value.
+        scales = (w.abs().amax(dim=1) / 127).clamp_min(1e-30).to(torch.bfloat16)
+        levels = (w / scales.float()[:, None]).round().clamp(-127, 127)
+        self.register_buffer("qweight", levels.to(torch.int8))
+        self.register_buffer("scales", scales)
+        self.register_buffer("bias", None if bias is None else bias.detach().float().clone())
 
     @property
     def weight(self) -> torch.Tensor:
-        return self.linear.weight
+        """The dequantised weights (float32), computed when asked for."""
+        return self.qweight.float() * self.scales.float()[:, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x.to(torch.bfloat16)).float()
+        flat = x.reshape(-1, self.in_features).to(torch.bfloat16)
+        out = torch._weight_int8pack_mm(flat, self.qweight, self.scales).float()
+        out = out.reshape(*x.shape[:-1], self.out_features)
+        return out if self.bias is None else out + self.bias
