@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from baselines.rl import llm_recipe
 
@@ -30,7 +32,8 @@ def test_publish_copies_each_finished_stage_and_the_tiny_policy(
     _stage(where / "dagger" / "sft1" / "adapter", "adapter_config.json", '{"round": 1}')
     _stage(where / "dagger" / "sft2" / "adapter", "adapter_config.json", '{"round": 2}')
     _stage(where / "tiny" / "model", "config.json", '{"tiny": true}')
-    (where / "tiny" / "sft.json").write_text(json.dumps({"seconds": 93.5}))
+    save_file({"w": torch.ones(2, 3)}, where / "tiny" / "model" / "model.safetensors")
+    (where / "tiny" / "sft.json").write_text(json.dumps({"demonstrations_used": 4331}))
     (adapters / "policy-tiny-families").mkdir()
     (adapters / "policy-tiny-families" / "stale.bin").write_text("old")
 
@@ -41,8 +44,14 @@ def test_publish_copies_each_finished_stage_and_the_tiny_policy(
         '{"round": 2}'
     )
     tiny = adapters / "policy-tiny-families"
-    assert sorted(p.name for p in tiny.iterdir()) == ["config.json", "training.json"]
-    assert json.loads((tiny / "training.json").read_text()) == {"seconds": 93.5}
+    assert sorted(p.name for p in tiny.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "training.json",
+    ]
+    weights = load_file(tiny / "model.safetensors")["w"]
+    assert weights.dtype == torch.bfloat16 and weights.float().eq(1).all()
+    assert json.loads((tiny / "training.json").read_text()) == {"demonstrations_used": 4331}
     assert not (adapters / "smollm2-agents-v4-grpo").exists()  # GRPO has not finished
 
 

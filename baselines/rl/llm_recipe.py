@@ -436,7 +436,8 @@ def evaluate_all(baseline: str, args: argparse.Namespace, where: Path) -> str:
 def publish(baseline: str, where: Path) -> list[str]:
     """Copy each finished stage's adapter to ``baselines/adapters/<prefix>-<stage>`` (what
     ``llm.adapter=<name>`` loads), and the tiny policy team's model (with its ``sft.json`` as
-    ``training.json``) to ``baselines/adapters/policy-tiny-families``; the names copied."""
+    ``training.json``, its weights in bfloat16) to ``baselines/adapters/policy-tiny-families``;
+    the names copied."""
     rounds = sorted((where / "dagger").glob("sft*/adapter")) if (where / "dagger").is_dir() else []
     stages = {
         "sft": where / "sft" / "adapter",
@@ -458,8 +459,22 @@ def publish(baseline: str, where: Path) -> list[str]:
         shutil.copytree(source, target)
         if source == tiny_model:
             shutil.copy2(where / "tiny" / "sft.json", target / "training.json")
+            _to_bfloat16(target / "model.safetensors")
         copied.append(target.name)
     return copied
+
+
+def _to_bfloat16(weights: Path) -> None:
+    """Rewrite a safetensors file's float32 tensors in bfloat16 (half the bytes committed; the
+    policy loads them back as float32)."""
+    if not weights.is_file():
+        return
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(weights)
+    half = {k: v.to(torch.bfloat16) if v.dtype == torch.float32 else v for k, v in tensors.items()}
+    save_file(half, weights, metadata={"format": "pt"})
 
 
 def stage_facts(where: Path) -> list[str]:
