@@ -67,16 +67,19 @@ def decode_batch1(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     out: dict[str, Any] = {"decode_threads": 1, "decode_tokens": tokens}
+    # Each precision over the static KV cache (the default), and 4 bits also stepping through
+    # transformers' forward, to show what the static decoder saves.
+    runs = [(dtype, True) for dtype in dtypes]
+    runs += [("int4", False)] if "int4" in dtypes else []
     try:
-        for dtype in dtypes:
-            llm = HFBackend(smollm2_dir(), dtype=dtype, prefix_cache=0)
+        for dtype, static in runs:
+            llm = HFBackend(smollm2_dir(), dtype=dtype, prefix_cache=0, static_decode=static)
 
             def generate(n: int, llm: HFBackend = llm) -> int:
                 return len(llm.generate([DECODE_PROMPT], Sampling(max_tokens=n))[0].token_ids)
 
-            out[f"hf_{dtype}_decode_tokens_per_s"] = round(
-                _decode_rate(generate, tokens, repeats), 1
-            )
+            key = f"hf_{dtype}" if static else f"hf_{dtype}_transformers_step"
+            out[f"{key}_decode_tokens_per_s"] = round(_decode_rate(generate, tokens, repeats), 1)
             del llm
     finally:
         torch.set_num_threads(threads)

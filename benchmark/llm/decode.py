@@ -17,8 +17,24 @@ import torch
 from transformers import DynamicCache, TopPLogitsWarper
 
 from benchmark.llm.base import Sampling
+from benchmark.llm.static_decode import Step
 
 Processor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def transformers_step(model: Any, cache: DynamicCache) -> Step:
+    """A decoding step through the model's own forward, growing ``cache``."""
+
+    def step(token: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return model(
+            input_ids=token[:, None],
+            attention_mask=mask,
+            position_ids=positions[:, None],
+            cache=cache,
+            use_cache=True,
+        ).logits[:, -1]
+
+    return step
 
 
 def choose(
@@ -45,8 +61,7 @@ def choose(
 
 
 def decode(
-    model: Any,
-    cache: DynamicCache,
+    step: Step,
     ids: torch.Tensor,
     mask: torch.Tensor,
     positions: torch.Tensor,
@@ -57,10 +72,12 @@ def decode(
     processor: Processor | None = None,
     seeds: list[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Up to ``sampling.max_tokens`` new tokens per row after a prompt already in ``cache``.
+    """Up to ``sampling.max_tokens`` new tokens per row after a prompt already encoded.
 
     Args:
-        ids: (rows, width) the prompt ids as laid out in ``cache`` (pads included; what the
+        step: runs the model on one new token per row (:func:`transformers_step`, or
+            :class:`~benchmark.llm.static_decode.StaticDecoder`'s) and returns the next logits.
+        ids: (rows, width) the prompt ids as laid out in the KV cache (pads included; what the
             processor sees, with each new token appended).
         mask: (rows, width) 1 on the prompt's real tokens, 0 on pads.
         positions: (rows,) the position of each row's first new token (its prompt's length).
@@ -83,7 +100,7 @@ def decode(
     done = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
     positions = positions.clone()
     tokens, logprobs = [], []
-    for step in range(sampling.max_tokens):
+    for k in range(sampling.max_tokens):
         raw = logits.float()
         scores = processor(ids, raw) if processor is not None else raw
         token = choose(scores, sampling, generator).masked_fill(done, pad_id)
@@ -91,15 +108,9 @@ def decode(
         logprobs.append(torch.log_softmax(raw, dim=-1).gather(-1, token[:, None]).squeeze(-1))
         done |= torch.isin(token, stops)
         ids = torch.cat([ids, token[:, None]], dim=1)
-        if bool(done.all()) or step == sampling.max_tokens - 1:
+        if bool(done.all()) or k == sampling.max_tokens - 1:
             break
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
-        logits = model(
-            input_ids=token[:, None],
-            attention_mask=mask,
-            position_ids=positions[:, None],
-            cache=cache,
-            use_cache=True,
-        ).logits[:, -1]
+        logits = step(token, positions, mask)
         positions += 1
     return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)

@@ -64,7 +64,7 @@ from benchmark.llm.base import (
     truncate_at_stop,
 )
 from benchmark.llm.cache import ResponseCache, cache_key
-from benchmark.llm.decode import decode
+from benchmark.llm.decode import decode, transformers_step
 from benchmark.llm.memory import release_free_memory
 from benchmark.llm.prefix_cache import (
     LayerKV,
@@ -75,6 +75,7 @@ from benchmark.llm.prefix_cache import (
     template_ids,
     uses_sliding_windows,
 )
+from benchmark.llm.static_decode import static_decoder
 
 if TYPE_CHECKING:
     from benchmark.llm.structured import GrammarProcessor, Grammars
@@ -99,7 +100,10 @@ class HFBackend:
     (:mod:`benchmark.llm.adapters`; one trained on another model is refused). ``dtype``: the
     weights' precision, ``float32`` (default) or ``bfloat16`` (after the adapter is merged in
     float32): on a CPU with bfloat16 matrix units a batch of prompts encodes several times
-    faster, and the greedy text can differ from float32's (see ``DTYPES``)."""
+    faster, and the greedy text can differ from float32's (see ``DTYPES``). ``static_decode``:
+    decode Llama-architecture models over a static KV cache with fused 4-bit projections
+    (:mod:`.static_decode`: the same logits, fewer operations per token); false steps through
+    transformers' forward."""
 
     per_row_seeds = True  # generate(seeds=...) samples each chat from its own generator
 
@@ -113,6 +117,7 @@ class HFBackend:
         prefix_cache: int = 32,
         adapter: str | Path | None = None,
         dtype: str = "float32",
+        static_decode: bool = True,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -142,6 +147,8 @@ class HFBackend:
         if dtype != "float32":
             name = f"{name}@{dtype}"  # and by precision
         self._setup(model.to(device).eval(), tokenizer, name, device, cache, prefix_cache)
+        if not static_decode:
+            self.static = None
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, name: str, prefix_cache: int = 32) -> HFBackend:
@@ -177,6 +184,7 @@ class HFBackend:
         self._grammars = None  # built on the first constrained call
         self._reuse = prefix_cache > 0 and not uses_sliding_windows(self.model.config)
         self.tokens_encoded = 0  # prompt tokens run through the model (cached prefixes are not)
+        self.static = static_decoder(model)  # None: steps go through transformers' forward
 
     @property
     def grammars(self) -> Grammars:
@@ -255,9 +263,14 @@ class HFBackend:
             logits_to_keep=1,
         ).logits[:, -1]
         stops = [self.tokenizer.eos_token_id, pad, *self._generation_eos()]
+        step = (
+            self.static.start(cache, mask, sampling.max_tokens)
+            if self.static is not None
+            else transformers_step(self.model, cache)
+        )
+        del cache
         return decode(
-            self.model,
-            cache,
+            step,
             torch.cat([head_ids, tail_ids], dim=1),
             mask,
             torch.tensor([len(p) for p in prompts], device=self.device),

@@ -30,6 +30,9 @@ from torch import nn
 
 GROUP = 32  # inputs per group (GGUF's Q4_1 block)
 LEVELS = 15  # q in 0..15
+# The CPU kernel packs output rows in blocks of 64: layers concatenate exactly (their packed rows
+# side by side) only when each one's output rows fill whole blocks.
+ROW_BLOCK = 64
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -68,6 +71,38 @@ class Int4Linear(nn.Module):
         out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_zeros)
         out = out.to(x.dtype).reshape(*shape[:-1], self.out_features)
         return out if self.bias is None else out + self.bias
+
+    @classmethod
+    def concat(cls, layers: list[Int4Linear]) -> Int4Linear:
+        """One layer computing ``layers``' outputs side by side (of the same inputs, no bias,
+        output rows in whole blocks of ``ROW_BLOCK``): their packed rows, scales and zeros
+        concatenated. The kernel computes each output row alone, so each slice of the result
+        equals that layer's own output."""
+        if not concatenable(layers):
+            raise ValueError(
+                f"Int4Linear.concat needs layers of one input size, no bias and outputs in "
+                f"multiples of {ROW_BLOCK}; got {[(x.out_features, x.in_features) for x in layers]}"
+            )
+        fused = cls.__new__(cls)
+        nn.Module.__init__(fused)
+        fused.in_features = layers[0].in_features
+        fused.out_features = sum(layer.out_features for layer in layers)
+        fused.register_buffer("packed", torch.cat([layer.packed for layer in layers]))
+        fused.register_buffer(
+            "scales_zeros", torch.cat([layer.scales_zeros for layer in layers], dim=1)
+        )
+        fused.register_buffer("bias", None)
+        fused.max_error = max(layer.max_error for layer in layers)
+        return fused
+
+
+def concatenable(layers: list[Any]) -> bool:
+    """Whether :meth:`Int4Linear.concat` can join ``layers``."""
+    return (
+        all(isinstance(x, Int4Linear) and x.bias is None for x in layers)
+        and len({x.in_features for x in layers}) == 1
+        and all(x.out_features % ROW_BLOCK == 0 for x in layers)
+    )
 
 
 def pack(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
