@@ -56,7 +56,8 @@ def decode_batch1(
     tokens: int = 64, repeats: int = 2, dtypes: Sequence[str] = ("float32", "bfloat16", "int4")
 ) -> dict[str, Any]:
     """Batch-1 decoding tokens/s of the embedded SmolLM2 on one thread: the ``hf`` backend in
-    each precision, and llama.cpp on the GGUF file itself when ``llama_cpp``
+    each precision (int4 also through transformers' own step, and the rate its weight matmuls
+    alone would allow), and llama.cpp on the GGUF file itself when ``llama_cpp``
     (``llama-cpp-python``) is installed, measured in the same run."""
     import torch
 
@@ -80,11 +81,47 @@ def decode_batch1(
 
             key = f"hf_{dtype}" if static else f"hf_{dtype}_transformers_step"
             out[f"{key}_decode_tokens_per_s"] = round(_decode_rate(generate, tokens, repeats), 1)
+            if dtype == "int4" and static:
+                out["int4_matmuls_only_tokens_per_s"] = round(1 / _int4_matmul_seconds(llm), 1)
             del llm
     finally:
         torch.set_num_threads(threads)
     out["llamacpp_decode_tokens_per_s"] = _llamacpp_rate(tokens, repeats)
     return out
+
+
+def _int4_matmul_seconds(llm: Any, passes: int = 50) -> float:
+    """Seconds a batch-1 token spends in the int4 decoder's weight matmuls alone: each
+    layer's fused q/k/v, o, fused gate/up and down projections and the 8-bit head, called in a
+    token's order with nothing between them (so every weight is read from memory once a pass,
+    as in decoding), best of 3 runs of ``passes`` passes. The ceiling on tokens/s of any decode
+    loop built on these kernels, whatever its other work."""
+    import torch
+
+    from benchmark.llm.int4 import GROUP
+
+    body = llm.model.model
+    calls = []
+    for layer, qkv, gate_up in llm.static._layers(body):
+        for part in (qkv.fused, layer.self_attn.o_proj, gate_up.fused, layer.mlp.down_proj):
+            w = getattr(part, "base_layer", part)
+            calls.append((w, torch.randn(1, w.in_features, dtype=torch.bfloat16)))
+    head = llm.model.get_output_embeddings()
+    x = torch.randn(1, head.in_features, dtype=torch.bfloat16)
+
+    def one_pass() -> None:
+        for w, inputs in calls:
+            torch._weight_int4pack_mm_for_cpu(inputs, w.packed, GROUP, w.scales_zeros)
+        torch._weight_int8pack_mm(x, head.qweight, head.scales)
+
+    one_pass()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(passes):
+            one_pass()
+        best = min(best, (time.perf_counter() - start) / passes)
+    return best
 
 
 def _llamacpp_rate(tokens: int, repeats: int) -> float | None:

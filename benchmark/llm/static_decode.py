@@ -137,25 +137,29 @@ class StaticDecoder:
         visible[:, 0, 0, :columns] = mask.bool()
         padded = not bool(mask.bool().all())
         filled = columns
+        half = head_dim // 2
 
         def step(token: torch.Tensor, positions: torch.Tensor, _mask: torch.Tensor) -> torch.Tensor:
             nonlocal filled
             if filled >= size:
                 raise RuntimeError(f"static KV cache full ({size} columns)")
             column = filled
+            at = torch.tensor([column], device=token.device)
             visible[:, 0, 0, column] = True
             x = body.embed_tokens(token[:, None])
             cos, sin = body.rotary_emb(x, positions[:, None])
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+            # transformers' rotate_half(x) * sin is [-x2 * s1, x1 * s2]; x rolled by half a head
+            # times [-s1, s2] is the same products (negation is exact), in fewer operations.
+            sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
             attn_mask = visible[..., : column + 1]
             for i, (layer, qkv, gate_up) in enumerate(plan):
-                h = layer.input_layernorm(x)
+                h = _norm(layer.input_layernorm, x)
                 q, k, v = (t.view(rows, 1, -1, head_dim).transpose(1, 2) for t in qkv(h))
-                # Queries and keys rotated together: the same elementwise products and sums.
-                qk = torch.cat((q, k), dim=1)
-                q, k = (qk * cos + _rotate_half(qk) * sin).split((heads, k.shape[1]), dim=1)
-                keys[i][:, :, column : column + 1] = k
-                values[i][:, :, column : column + 1] = v
+                qk = torch.cat((q, k), dim=1)  # queries and keys rotated together
+                q, k = (qk * cos + qk.roll(half, dims=-1) * sin).split((heads, k.shape[1]), dim=1)
+                keys[i].index_copy_(2, at, k)
+                values[i].index_copy_(2, at, v)
                 k, v = keys[i][:, :, : column + 1], values[i][:, :, : column + 1]
                 if padded:  # as transformers: each key/value head's queries as its batch
                     a = F.scaled_dot_product_attention(
@@ -164,18 +168,22 @@ class StaticDecoder:
                 else:
                     a = F.scaled_dot_product_attention(q, k, v, scale=scaling, enable_gqa=True)
                 x = x + layer.self_attn.o_proj(a.reshape(rows, 1, -1))
-                h = layer.post_attention_layernorm(x)
+                h = _norm(layer.post_attention_layernorm, x)
                 gate, up = gate_up(h)
                 x = x + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
             filled += 1
-            return causal.lm_head(body.norm(x))[:, -1]
+            return causal.lm_head(_norm(body.norm, x))[:, -1]
 
         return step
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+def _norm(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """transformers' Llama RMS norm; in float32 as torch's one fused call (the same result)."""
+    weight = getattr(module, "weight", None)
+    eps = getattr(module, "variance_epsilon", None)
+    if x.dtype == torch.float32 and weight is not None and weight.dtype == torch.float32 and eps:
+        return F.rms_norm(x, weight.shape, weight, eps)
+    return module(x)
 
 
 def _causal_lm(model: nn.Module) -> Any | None:
