@@ -102,6 +102,20 @@ def render_instructions(task: TaskSpec, atoms: list[Atom]) -> dict[str, str]:
     return {level: text.format(**values) for level, text in task.instructions.items()}
 
 
+def check_episode_args(
+    task: TaskSpec, scene: str | None, n_agents: int, strict_agents: bool = True
+) -> None:
+    """A ValueError naming what is wrong when ``task`` cannot be played by ``n_agents`` agents
+    or in ``scene`` (checked before anything is built)."""
+    if strict_agents and not task.min_agents <= n_agents <= task.max_agents:
+        raise ValueError(
+            f"task {task.id} takes {task.min_agents}-{task.max_agents} agents, "
+            f"got n_agents={n_agents}"
+        )
+    if scene is not None and scene not in task.candidate_scenes():
+        raise ValueError(f"scene {scene!r} is not among task {task.id}'s scenes")
+
+
 def make_episode(
     task: TaskSpec,
     scene: str | None,
@@ -116,15 +130,9 @@ def make_episode(
     name the task file, the clause and the rule. ``strict_agents=False`` allows agent counts
     outside the task's range (for showing, e.g., that a heavy-lift task cannot be done
     alone)."""
-    if strict_agents and not task.min_agents <= n_agents <= task.max_agents:
-        raise ValueError(
-            f"task {task.id} takes {task.min_agents}-{task.max_agents} agents, "
-            f"got n_agents={n_agents}"
-        )
+    check_episode_args(task, scene, n_agents, strict_agents)
     name = f"task {task.id} ({task.path})"
     if scene is not None:
-        if scene not in task.candidate_scenes():
-            raise ValueError(f"scene {scene!r} is not among task {task.id}'s scenes")
         try:
             return _build(task, scene, n_agents, seed)
         except GoalError as err:

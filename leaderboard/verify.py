@@ -87,6 +87,7 @@ def _expected_json(ref: EpisodeRef, track: Track, challenge: str | None) -> str:
     env = make_env(
         load_task(ref.task), scene=ref.scene, n_agents=ref.n_agents, seed=ref.seed, **options
     )
+    env.reset(seed=ref.seed)
     return json.dumps(env.recorder.trace["config"])
 
 

@@ -35,6 +35,7 @@ def test_the_grammar_parses_skills_targets_and_messages() -> None:
 
 def test_garbage_actions_become_failure_feedback_not_exceptions() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0)
+    env.reset()
     garbage = ["", "navigate", "\x00\x01", "pickup Nothing|1|2|3", "lift " * 400, None, 17, ["x"]]
     for text in garbage:
         obs, *_ = env.step({"agent_0": text, "agent_1": "wait"})
@@ -46,6 +47,7 @@ def test_garbage_actions_become_failure_feedback_not_exceptions() -> None:
 def test_navigate_moves_one_cell_per_tick_and_step_returns_when_someone_must_decide() -> None:
     for seed in range(20):  # an episode where a target in the open is out of agent_0's sight
         env = make_env(TRANSPORT, n_agents=2, seed=seed, observability="full")
+        env.reset()
         world = env.world
         me = world.agents[0]
         hidden = [
@@ -81,6 +83,7 @@ def test_navigate_moves_one_cell_per_tick_and_step_returns_when_someone_must_dec
 
 def test_a_long_skill_runs_over_several_ticks_in_one_step_when_nobody_else_decides() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full")
+    env.reset()
     world, me = env.world, env.world.agents[0]
     far = max(
         (s for s in world.specs if s.pickupable and not world.enclosed(s.index)),
@@ -96,6 +99,7 @@ def test_a_long_skill_runs_over_several_ticks_in_one_step_when_nobody_else_decid
 
 def test_partial_observability_and_messages_that_name_objects() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=1)
+    env.reset()
     unseen = next(
         s.object_id
         for s in env.world.specs
@@ -116,12 +120,14 @@ def test_messages_are_capped_logged_and_switched_off_on_request() -> None:
     text, tokens, truncated = cap_tokens("one two three four", 3)
     assert (text, tokens, truncated) == ("one two three", 4, True)
     env = make_env(TRANSPORT, n_agents=3, seed=0, token_cap=4)
+    env.reset()
     obs, *_ = env.step(_idle(env, agent_0="wait | say all: a b c d e f g"))
     for name in ("agent_1", "agent_2"):
         assert obs[name]["messages"] == ({"sender": "agent_0", "text": "a b c d", "truncated": 1},)
     assert obs["agent_0"]["messages"] == ()
     assert env.postbox.log[-1].tokens == 7
     quiet = make_env(TRANSPORT, n_agents=2, seed=0, comm=False)
+    quiet.reset()
     obs, *_ = quiet.step(_idle(quiet, agent_0="wait | say agent_1: hello"))
     assert obs["agent_1"]["messages"] == ()
     assert quiet.postbox.log[-1].delivered is False
@@ -129,12 +135,14 @@ def test_messages_are_capped_logged_and_switched_off_on_request() -> None:
 
 def test_a_message_cost_delays_the_sender() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, message_cost=3)
+    env.reset()
     env.step({"agent_0": "wait | say all: hi", "agent_1": "done"})
     assert env.tick == 4, "three ticks talking, then the one-tick wait"
 
 
 def test_capability_profiles_forbid_skills() -> None:
     env = make_env("transport_dishes_sink_v0", n_agents=2, seed=0, observability="full")
+    env.reset()
     fridge = next(s.object_id for s in env.world.specs if s.openable)
     obs, *_ = env.step({"agent_0": "wait", "agent_1": f"open {fridge}"})
     assert obs["agent_1"]["last_success"] == 0 and "cannot open" in obs["agent_1"]["feedback"]
@@ -145,6 +153,7 @@ def test_capability_profiles_forbid_skills() -> None:
 
 def test_heavy_objects_need_two_agents_lifting_in_the_same_tick() -> None:
     env = make_env("heavy_box_sofa_v0", n_agents=2, seed=0, observability="full")
+    env.reset()
     box = next(iter(env.episode.heavy))
     oid = env.world.specs[box].object_id
     for k in (0, 1):
@@ -170,6 +179,7 @@ def test_heavy_objects_need_two_agents_lifting_in_the_same_tick() -> None:
 
 def test_rewards_share_team_progress_and_credit_the_actor() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full", reward_sharing=0.5)
+    env.reset()
     world = env.world
     atom = env.episode.checklist[0]
     index = world.index_of[atom.subject]
@@ -196,6 +206,7 @@ def test_rewards_share_team_progress_and_credit_the_actor() -> None:
 
 def test_every_agent_choosing_done_ends_the_episode() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0)
+    env.reset()
     _, _, terms, truncs, infos = env.step({"agent_0": "done", "agent_1": "done"})
     assert terms == {"agent_0": True, "agent_1": True} and not any(truncs.values())
     assert env.agents == [] and infos["agent_0"]["trace"]["final"]["success"] is False
@@ -205,6 +216,7 @@ def test_every_agent_choosing_done_ends_the_episode() -> None:
 
 def test_the_tick_limit_truncates() -> None:
     env = make_env("switch_off_bathroom_v0", n_agents=1, seed=0)
+    env.reset()
     truncated = False
     while env.agents:
         _, _, _, truncs, _ = env.step({"agent_0": "wait"})
@@ -214,6 +226,7 @@ def test_the_tick_limit_truncates() -> None:
 
 def test_the_primitive_action_level_takes_thor_actions() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, action_level="primitive")
+    env.reset()
     obs, *_ = env.step({"agent_0": "RotateLeft", "agent_1": "MoveAhead"})
     assert obs["agent_0"]["last_success"] == 1 and env.tick == 1
     obs, *_ = env.step({"agent_0": "Fly", "agent_1": "PickupObject Nothing|1|2|3"})
@@ -231,6 +244,7 @@ def test_bad_options_are_rejected() -> None:
 
 def test_a_message_to_an_unknown_recipient_fails_with_feedback_and_is_not_lost_silently() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0)
+    env.reset()
     obs, *_ = env.step(_idle(env, agent_0="wait | say agent_7: hello"))
     assert obs["agent_0"]["last_success"] == 0
     assert (
@@ -246,6 +260,7 @@ def _rewards_of_oracle_episode(success_bonus: float) -> tuple[list[dict], bool]:
     from benchmark.agents import make_team
 
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full", success_bonus=success_bonus)
+    env.reset()
     team = make_team("oracle")
     obs, _ = env.reset(seed=0)
     team.reset(list(env.possible_agents), env.task_info())
@@ -265,7 +280,7 @@ def test_the_success_bonus_is_paid_to_every_agent_on_the_completing_step() -> No
         assert [s[a] for s in with_bonus[:-1]] == pytest.approx([s[a] for s in without[:-1]])
 
 
-def test_reset_options_override_one_episode_and_unknown_ones_are_rejected() -> None:
+def test_reset_options_override_one_episode_and_unknown_ones_are_ignored_with_a_warning() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0)
     env.reset(seed=0, options={"comm": False, "scene": "FloorPlan2"})
     assert env.episode.scene == "FloorPlan2" and env.options.comm is False
@@ -273,12 +288,14 @@ def test_reset_options_override_one_episode_and_unknown_ones_are_rejected() -> N
     assert obs["agent_1"]["messages"] == ()
     env.reset(seed=0)
     assert env.options.comm is True, "options last one episode"
-    with pytest.raises(ValueError, match="valid options"):
+    with pytest.warns(UserWarning, match=r"unknown option\(s\) \['colour'\] ignored; valid"):
         env.reset(seed=0, options={"colour": "red"})
+    assert env.options == env.base_options
 
 
 def test_a_pickup_of_an_object_another_agent_holds_names_the_holder() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full")
+    env.reset()
     world = env.world
     index = world.index_of[env.episode.checklist[0].subject]
     world.update(index, parent=-1, holder=1)
@@ -295,6 +312,7 @@ def test_a_pickup_of_an_object_another_agent_holds_names_the_holder() -> None:
 
 def test_on_tick_sees_the_world_after_every_tick() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, message_cost=2)
+    env.reset()
     seen: list[int] = []
     env.step(
         {"agent_0": "wait | say all: hi", "agent_1": "done"}, on_tick=lambda w: seen.append(w.tick)

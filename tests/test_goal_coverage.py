@@ -34,6 +34,7 @@ def _task(
 def _play(path: Path, team: str, n: int, seed: int, scene: str | None = None) -> dict:
     observability = "full" if team == "oracle" else "partial"
     env = make_env(path, scene=scene, n_agents=n, seed=seed, observability=observability)
+    env.reset()
     assert not all(holds(env.world, a) for a in env.episode.checklist)  # something to do
     return run_episode(env, make_team(team), seed=seed)
 
@@ -64,6 +65,7 @@ def test_the_oracle_puts_type_level_any_objects_on_the_sofa(tmp_path: Path) -> N
     goal = ["any: on(Laptop, Sofa)", "any: on(Book, Sofa)", "any: on(RemoteControl, Sofa)"]
     path = _task(tmp_path, "transport_sofa_any_v0", goal, rooms="living_rooms")
     env = make_env(path, n_agents=2, seed=0, observability="full")
+    env.reset()
     assert [a.key for a in env.episode.checklist] == [
         "#1 inside(Laptop,Sofa)=true",
         "#1 inside(Book,Sofa)=true",
@@ -138,6 +140,7 @@ def test_make_the_living_room_dark_holds_vacuously_where_a_lamp_type_is_missing(
     for scene in ithor_scenes("living_rooms"):
         try:
             env = make_env(path, scene=scene, n_agents=2, seed=0, observability="full")
+            env.reset()
         except ValueError as err:  # a type that is there but out of every agent's sight
             assert "none in sight of a reachable pose" in str(err), str(err)
             continue

@@ -17,6 +17,7 @@ TASK = "transport_apple_fridge_v0"
 
 def test_the_gold_plan_is_the_oracles_interactions_in_a_twin_of_the_episode() -> None:
     env = make_env(TASK, n_agents=2, seed=0, split="val")
+    env.reset()
     info = env.task_info()
     assert info.scene is not None
     plan = gold_plan(info)
@@ -38,6 +39,7 @@ def test_the_gold_plan_is_the_oracles_interactions_in_a_twin_of_the_episode() ->
 
 def test_the_executor_solves_the_gold_plan_without_walking_to_unknown_objects() -> None:
     env = make_env(TASK, n_agents=2, seed=0, split="val")
+    env.reset()
     team = GoldPlanTeam()
     trace = run_episode(env, team, seed=0)
     assert episode_metrics(trace)["SR"] == 1.0
@@ -70,6 +72,7 @@ def test_an_agent_tells_a_teammate_where_the_target_of_its_subtask_is() -> None:
 
 def test_the_gold_plan_schedules_a_joint_lift_and_the_executor_meets_its_partner() -> None:
     env = make_env("heavy_box_sofa_v0", n_agents=2, seed=0, split="test")
+    env.reset()
     team = GoldPlanTeam()
     trace = run_episode(env, team, seed=0)
     lifts = [s for s in team.plan().subtasks if s.skill == "lift"]
@@ -82,6 +85,7 @@ def test_the_gold_plan_schedules_a_joint_lift_and_the_executor_meets_its_partner
 def test_the_put_after_a_joint_lift_goes_to_the_lifter_that_holds_the_object() -> None:
     # Here the plan gives the put to the lifter that does not end up holding the laptop.
     env = make_env("heavy_laptop_sofa_v0", n_agents=2, seed=0, split="test")
+    env.reset()
     team = GoldPlanTeam()
     planned = {s.id: s.agent for s in gold_plan(env.task_info()).subtasks if s.skill == "put"}
     trace = run_episode(env, team, seed=0)

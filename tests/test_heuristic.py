@@ -52,6 +52,7 @@ def test_comm_on_beats_comm_off_on_the_search_family(paired) -> None:
 
 def test_the_heuristic_works_under_partial_observability_only() -> None:
     env = make_env(SEARCH[0], n_agents=2, seed=0)
+    env.reset()
     assert env.task_info().privileged is None
     trace = run_episode(env, make_team("heuristic"), seed=0)
     assert any(s["skill"] == "explore" for s in trace["skills"])

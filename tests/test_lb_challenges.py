@@ -117,11 +117,13 @@ def test_every_drawn_episode_and_its_reference_builds() -> None:
     for ep in challenge.episodes:
         options = {"split": "test", "challenge": challenge.id}
         env = make_env(ep.task, scene=ep.scene, n_agents=ep.n_agents, seed=ep.seed, **options)
+        env.reset()
         assert (env.episode.scene, env.episode.seed, env.n_agents) == (
             ep.scene, ep.seed, ep.n_agents,
         )  # fmt: skip
         reference = make_env(ep.task, scene=ep.scene, n_agents=1, seed=ep.seed,
                              strict_agents=False, **options)  # fmt: skip
+        reference.reset()
         assert reference.episode.scene == ep.scene
 
 

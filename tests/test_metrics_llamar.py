@@ -48,7 +48,9 @@ class Script(Team):
 
 def _env(task: str, scene: str, team: str):
     observability = "full" if team in ("oracle", "script") else "partial"
-    return make_env(task, scene=scene, n_agents=2, seed=0, observability=observability)
+    env = make_env(task, scene=scene, n_agents=2, seed=0, observability=observability)
+    env.reset()
+    return env
 
 
 def _run(env, team: Team) -> tuple[dict, dict, dict]:

@@ -45,6 +45,7 @@ def _check(env: CollabEnv, observations: dict[str, dict[str, Any]]) -> int:
 def test_visible_receptacles_list_exactly_the_goal_objects_that_belong_there_and_are_away() -> None:
     for task, seed in [(REARRANGE[0], 0), (REARRANGE[2], 1)]:
         env = make_env(task, n_agents=2, seed=seed, split="train")
+        env.reset()
         world = env.world
         for oid, home in env.episode.homes.items():  # the recorded scene's receptacles
             assert world.specs[world.scene.initial[world.index_of[oid]].parent].object_id == home
@@ -63,6 +64,7 @@ def test_visible_receptacles_list_exactly_the_goal_objects_that_belong_there_and
 def test_tasks_without_home_clauses_have_no_belongs_field() -> None:
     for task in ("transport_produce_fridge_v0", "search_produce_kitchen_v0"):
         env = make_env(task, n_agents=2, seed=0)
+        env.reset()
         assert env.episode.homes == {}
         obs, *_ = env.step({"agent_0": "explore", "agent_1": "explore"})
         assert "belongs" not in env.observation_space("agent_0")["visible"].feature_space.spaces
@@ -89,6 +91,7 @@ def test_an_agent_that_cannot_see_homes_learns_them_from_a_teammate() -> None:
     learned = {}
     for comm in (True, False):
         env = make_env("rearrange_kitchen_v0", n_agents=2, seed=2, split="train", comm=comm)
+        env.reset()
         team = _OneCannotSee()
         trace = run_episode(env, team, seed=2)
         learner = team.agents["agent_1"].homes

@@ -103,13 +103,14 @@ def test_a_scene_cut_down_to_five_cells_refuses_six_agents_at_reset_and_stays_as
     assert c.agent_count == 5 and _cells(c.world) == before
     assert c.initialization_parameters["agentCount"] == 5
     with pytest.raises(ValueError, match=message):
-        make_env(KITCHEN_TASK, scene="FloorPlan25", n_agents=6, seed=0)
+        make_env(KITCHEN_TASK, scene="FloorPlan25", n_agents=6, seed=0).reset()
 
 
 # ----------------------------------------------------------------------------- eight agents
 def test_an_eight_agent_kitchen_episode_is_solved_by_the_oracle_and_replays() -> None:
     # Seed 2 once had an explorer and a carrier trade one cell until the episode ran out.
     env = make_env(KITCHEN_TASK, scene="FloorPlan1", n_agents=8, seed=2, observability="full")
+    env.reset()
     assert len(set(_cells(env.world))) == 8
     trace = run_episode(env, make_team("oracle"), seed=2)
     assert trace["config"]["n_agents"] == 8 and trace["final"]["success"]
@@ -161,6 +162,7 @@ def test_oracle_agents_stuck_against_each_other_in_a_narrow_passage_back_off_by_
 # ----------------------------------------------------------------------------- interference
 def test_two_navigators_stepping_into_one_cell_are_a_collision_the_lower_index_wins() -> None:
     env = make_env(KITCHEN_TASK, scene="FloorPlan1", n_agents=2, seed=0, observability="full")
+    env.reset()
     _place(env, [(WEST_OF_IT, 90), (EAST_OF_IT, 270)])
     after: list[list[tuple[int, int]]] = []
     trace = _finish(
@@ -181,6 +183,7 @@ def test_two_navigators_stepping_into_one_cell_are_a_collision_the_lower_index_w
 
 def test_two_primitive_moves_into_one_cell_are_one_collision_and_one_blocked_tick() -> None:
     env = make_env(KITCHEN_TASK, scene="FloorPlan1", n_agents=2, seed=0, action_level="primitive")
+    env.reset()
     _place(env, [(WEST_OF_IT, 90), (EAST_OF_IT, 270)])
     after: list[list[tuple[int, int]]] = []
     trace = _finish(

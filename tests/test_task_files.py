@@ -49,6 +49,7 @@ def _oracle_trace(env) -> dict:
 def test_make_env_takes_a_task_file_path_and_the_trace_identifies_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path / "mine", TOMATOES)
     env = make_env(str(path), n_agents=2, seed=1, observability="full")
+    env.reset()
     assert (
         env.task.id == "transport_tomato_fridge_v0"
         and "transport_tomato_fridge_v0" not in task_registry()
@@ -61,11 +62,14 @@ def test_make_env_takes_a_task_file_path_and_the_trace_identifies_the_file(tmp_p
     }
     result = replay(json.loads(json.dumps(trace)))
     assert result.ok, result
-    assert make_env(path, n_agents=2, seed=1).episode.checklist == env.episode.checklist
+    again = make_env(path, n_agents=2, seed=1)
+    again.reset()
+    assert again.episode.checklist == env.episode.checklist
 
 
 def test_a_registered_task_is_recorded_by_id_alone() -> None:
     env = make_env("transport_apple_fridge_v0", n_agents=2, seed=0)
+    env.reset()
     assert "task_file" not in env.recorder.trace["config"]
     registered = task_registry()["transport_apple_fridge_v0"]
     assert make_env(registered.path, n_agents=2, seed=0).task is registered
@@ -74,6 +78,7 @@ def test_a_registered_task_is_recorded_by_id_alone() -> None:
 def test_replay_refuses_a_task_file_that_changed_or_vanished(tmp_path: Path) -> None:
     path = _write(tmp_path, TOMATOES)
     env = make_env(path, n_agents=2, seed=0, observability="full")
+    env.reset()
     trace = _oracle_trace(env)
     path.write_text(path.read_text().replace("Keep the tomatoes fresh", "Keep tomatoes fresh"))
     with pytest.raises(TaskSpecError, match="changed since it was recorded") as info:

@@ -161,7 +161,7 @@ def test_a_placement_the_simulator_refuses_names_the_object_point_and_message(
     data = _changed(**{"setup.place": {"FloorPlan2": [{"object": LETTUCE2, "position": far}]}})
     task = load_task_file(_write(tmp_path, data))
     with pytest.raises(ValueError) as err:
-        make_env(task, scene="FloorPlan2", n_agents=1, seed=0)
+        make_env(task, scene="FloorPlan2", n_agents=1, seed=0).reset()
     message = str(err.value)
     assert "cannot be set up in FloorPlan2" in message
     assert f"PlaceObjectAtPoint {LETTUCE2} at (40.0, 1.0, 40.0) failed" in message
@@ -180,10 +180,12 @@ def test_scene_goals_add_clauses_on_their_floor_plan(tmp_path: Path) -> None:
     )
     task = load_task_file(_write(tmp_path, data))
     env = make_env(task, scene="FloorPlan2", n_agents=2, seed=0)
+    env.reset()
     keys = [a.key for a in env.episode.checklist]
     assert keys[0] == f"inside({LETTUCE2},Fridge)=true" and keys[1].startswith("isOpen(Fridge|")
     assert env.task_info().goal == (f"all: inside({LETTUCE2}, Fridge)", "all: isOpen(Fridge)=false")
     one = make_env(task, scene="FloorPlan1", n_agents=2, seed=0)
+    one.reset()
     assert [a.key for a in one.episode.checklist] == [f"inside({LETTUCE1},Fridge)=true"]
 
 

@@ -117,6 +117,7 @@ def test_a_new_task_file_runs_with_no_code_change(tmp_path: Path) -> None:
     _write(tmp_path, new)
     tasks = task_registry.__wrapped__(tmp_path)
     env = make_env(tasks["transport_eggs_pan_v0"], n_agents=2, seed=3)
+    env.reset()
     assert env.task.id == "transport_eggs_pan_v0"
     assert [a.predicate for a in env.episode.checklist] == ["inside"]
     obs, *_ = env.step({"agent_0": "explore", "agent_1": "wait"})

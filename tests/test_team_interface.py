@@ -52,7 +52,9 @@ def test_make_team_refuses_a_class_that_is_not_a_team() -> None:
 
 
 def test_task_info_is_public_and_frozen() -> None:
-    info = make_env("transport_dishes_sink_v0", n_agents=2, seed=0).task_info()
+    env = make_env("transport_dishes_sink_v0", n_agents=2, seed=0)
+    env.reset()
+    info = env.task_info()
     assert info.agents == ("agent_0", "agent_1") and info.n_agents == 2
     assert info.cannot == {"agent_0": (), "agent_1": ("close", "open")}
     assert info.goal and all(":" in clause for clause in info.goal)
@@ -63,6 +65,7 @@ def test_task_info_is_public_and_frozen() -> None:
 
 def test_the_privileged_view_is_live_and_its_world_is_a_copy() -> None:
     env = make_env(TRANSPORT, n_agents=2, seed=0, observability="full")
+    env.reset()
     view = env.task_info().privileged
     assert view is not None and list(view.checklist) == env.episode.checklist
     assert view.heavy == env.episode.heavy and view.cannot == (frozenset(), frozenset())
@@ -78,6 +81,7 @@ def test_the_privileged_view_is_live_and_its_world_is_a_copy() -> None:
 
 def test_the_oracle_gives_up_an_atom_after_a_failure_that_cannot_change() -> None:
     env = make_env(TRANSPORT, n_agents=1, seed=0, observability="full")
+    env.reset()
     subject = env.episode.checklist[0].subject
     index = env.world.index_of[subject]
     # The apple can no longer be picked up: every pickup fails with a permanent reason.

@@ -12,8 +12,9 @@ are in :mod:`benchmark.env.traffic`, the reward in :mod:`benchmark.env.rewards`,
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any, ClassVar
 
 from pettingzoo import ParallelEnv
@@ -28,12 +29,20 @@ from benchmark.env.skills import Skill
 from benchmark.env.trace import TraceRecorder
 from benchmark.env.traffic import joint_lifts, right_of_way, step_aside
 from benchmark.env.views import PrivilegedView, TaskInfo, task_info
-from benchmark.episode import Episode, make_episode
+from benchmark.episode import Episode, check_episode_args, make_episode
 from benchmark.goals import holds
 from benchmark.sim.world import ActionResult, World
 from benchmark.tasks import TaskRef, resolve_task
 
 TickHook = Callable[[World], None]
+
+
+class UnknownOptionWarning(UserWarning):
+    """``reset`` was given an option it does not know; the option was ignored."""
+
+
+# What ``reset(options=...)`` takes: a scene, and any EnvOptions field for one episode.
+RESET_OPTIONS = ("scene", *sorted(f.name for f in fields(EnvOptions)))
 
 
 class CollabEnv(ParallelEnv):
@@ -59,6 +68,7 @@ class CollabEnv(ParallelEnv):
         self.seed = seed
         self.base_options = options or EnvOptions()
         self.options = self.base_options
+        check_episode_args(self.task, scene, n_agents, self.base_options.strict_agents)
         self.possible_agents = [f"agent_{k}" for k in range(n_agents)]
         self.agents: list[str] = []
         self.render_mode = "rgb_array"
@@ -79,13 +89,24 @@ class CollabEnv(ParallelEnv):
             seed: the episode seed, kept for later resets (None: the last one).
             options: overrides for this episode only: ``scene`` (a scene name, or None to choose
                 one by seed) and any :class:`EnvOptions` field, e.g. ``{"comm": False}``.
-                Unknown keys raise ValueError naming the valid ones.
+                Unknown keys are ignored with an :class:`UnknownOptionWarning` naming the valid
+                ones (PettingZoo's API test passes a placeholder option); a bad value of a known
+                one raises ValueError.
         Returns:
             (observations, infos) per agent; every agent needs a decision.
         """
         if seed is not None:
             self.seed = seed
         overrides = dict(options or {})
+        unknown = sorted(map(str, set(overrides) - set(RESET_OPTIONS)))
+        if unknown:
+            warnings.warn(
+                f"reset: unknown option(s) {unknown} ignored; valid options are "
+                f"{list(RESET_OPTIONS)}",
+                UnknownOptionWarning,
+                stacklevel=2,
+            )
+            overrides = {k: v for k, v in overrides.items() if k in RESET_OPTIONS}
         scene = overrides.pop("scene", self.fixed_scene)
         self.options = o = self.base_options.updated(**overrides)
         self.episode = ep = make_episode(
@@ -133,6 +154,7 @@ class CollabEnv(ParallelEnv):
             alive before the step. Rewards add up over the ticks the step ran. When the episode
             ends every info holds its ``trace``.
         """
+        self._require_episode("step")
         if not self.agents:
             raise RuntimeError("step() called on a finished episode; call reset()")
         recorded = {}
@@ -286,9 +308,14 @@ class CollabEnv(ParallelEnv):
     def _infos(self) -> dict[str, dict]:
         return observation.infos(self.possible_agents, self._deciding(), self.tick, self.satisfied)
 
+    def _require_episode(self, method: str) -> Episode:
+        if self.episode is None:
+            raise RuntimeError(f"{method}() before the first reset(): call env.reset(seed=...)")
+        return self.episode
+
     def task_info(self) -> TaskInfo:
         """What teams get at reset; under full observability it holds the privileged view."""
-        ep, view = self.episode, None
+        ep, view = self._require_episode("task_info"), None
         if self.options.observability == "full":
             cannot = tuple(self.task.capability(k).cannot for k in range(self.n_agents))
             view = PrivilegedView(
@@ -307,6 +334,7 @@ class CollabEnv(ParallelEnv):
     def render(self):
         from benchmark.render import top_down
 
+        self._require_episode("render")
         return top_down(self.world)
 
     def close(self) -> None:
@@ -317,11 +345,10 @@ def make_env(
     task: TaskRef, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
 ) -> CollabEnv:
     """A :class:`CollabEnv` for ``task``: a registered id, a spec, or the path of a task file
-    (``.yaml``, anywhere; see :func:`benchmark.tasks.resolve_task`), reset. ``scene=None`` picks
-    one by seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError.
-    """
-    env = CollabEnv(
+    (``.yaml``, anywhere; see :func:`benchmark.tasks.resolve_task`). ``scene=None`` picks one by
+    seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError. As
+    PettingZoo has it, the episode starts at ``env.reset(seed=...)`` (``seed`` here is the one
+    a reset without a seed uses), not here."""
+    return CollabEnv(
         task, scene=scene, n_agents=n_agents, seed=seed, options=EnvOptions().updated(**options)
     )
-    env.reset(seed=seed)
-    return env

@@ -48,7 +48,9 @@ def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
             raise ValueError(
                 f"{source['path']} defines task {task.id!r}, the trace's task is {cfg['task']!r}"
             )
-    return make_env(task, scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options)
+    env = make_env(task, scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options)
+    env.reset(seed=cfg["seed"])
+    return env
 
 
 def replay(trace: dict[str, Any]) -> ReplayResult:
