@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.reproduce.sources import SourceError, bundle_members, bundle_rows
-from benchmark.runner.results import RunDirectory
+from benchmark.results.bundles import BundleError, bundle_members, bundle_rows
+from benchmark.results.run_dir import RunDirectory
 from benchmark.stats import clopper_pearson, mcnemar_exact
 
 METRICS = ("TR", "B", "messages", "influence_rate", "redundancy", "L")
@@ -41,7 +41,7 @@ def load_rows(run: Path, across_comm: bool) -> dict[tuple[Any, ...], dict[str, A
     if run.is_file() and run.name.endswith(".tar.gz"):
         try:
             every = bundle_rows(bundle_members(run))
-        except SourceError as err:
+        except BundleError as err:
             raise ValueError(str(err)) from err
     elif (run / "episodes.jsonl").is_file():
         every = RunDirectory(run).rows()

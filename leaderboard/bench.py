@@ -67,7 +67,7 @@ import numpy as np
 import psutil
 from sqlalchemy import func, select
 
-from benchmark.bench import bench_env
+from benchmark.bench.env import bench_env
 from leaderboard import auth, crud
 from leaderboard.app import UPLOAD_THREADS
 from leaderboard.attacks import ATTACKS, Builder

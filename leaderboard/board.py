@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from benchmark.results.suite import suites
 from leaderboard import crud
 from leaderboard.db.models import Entry
 from leaderboard.ranking import INTERVALS, TableRow, all_tied, sr_interval, track_table
-from leaderboard.tracks import Track, suites
+from leaderboard.tracks import Track
 
 # The table's columns a client may sort by; a metric column sorts by its mean over all episodes.
 METRIC_COLUMNS = {

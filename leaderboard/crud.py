@@ -27,11 +27,12 @@ from sqlalchemy import Select, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from benchmark.runner.challenge import Challenge, ChallengeEpisode
+from benchmark.results.challenge import Challenge, ChallengeEpisode
+from benchmark.results.suite import suites
 from leaderboard.db import models
 from leaderboard.db.models import TEAM_NAME_MAX, Entry, EpisodeResult, Submission, Team, Token
 from leaderboard.db.session import begin_write
-from leaderboard.tracks import Track, suites
+from leaderboard.tracks import Track
 from leaderboard.untrusted import invisible_character
 
 DAY = timedelta(days=1)

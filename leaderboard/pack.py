@@ -23,7 +23,9 @@ import yaml
 
 from benchmark.env import EnvOptions
 from benchmark.paths import write_atomically
-from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
+from benchmark.results.challenge import Challenge, ChallengeError, load_challenge
+from benchmark.results.run_dir import Run, read_run
+from benchmark.results.suite import load_suite
 from leaderboard.bundle import (
     BUNDLE_FORMAT,
     ROWS,
@@ -32,7 +34,7 @@ from leaderboard.bundle import (
     seal,
     trace_member,
 )
-from leaderboard.tracks import Run, Track, expected_episodes, load_suite, read_run, tracks_of_run
+from leaderboard.tracks import Track, expected_episodes, tracks_of_run
 
 # Env options a track leaves at their defaults (the track fixes comm, observability and action
 # level; split, strict_agents and challenge belong to each episode).

@@ -27,8 +27,9 @@ from benchmark.reproduce.app import Options, make_table
 from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import TableSpec, load_table, table_names
 from benchmark.reproduce.training import curves_path, read_curves, save_curves
+from benchmark.results.run_dir import read_run
 from leaderboard.pack import describe, pack_run
-from leaderboard.tracks import read_run, tracks_of_run
+from leaderboard.tracks import tracks_of_run
 
 DEFAULT_OUT = REPO_ROOT / "leaderboard" / "seed" / "paper"
 

@@ -3,7 +3,7 @@ track's table.
 
 - Every per-episode metric's interval is the one :mod:`benchmark.metric_specs` declares for it
   (``MetricSpec.interval``), computed as the run summaries compute it
-  (:func:`benchmark.runner.summary.interval_cell`) and clipped to the metric's range: SR's is
+  (:func:`benchmark.results.summary.interval_cell`) and clipped to the metric's range: SR's is
   the Clopper-Pearson (exact binomial) interval, every other metric's the Student-t interval of
   its mean. Speedup, parallel efficiency and EI join each episode with its one-agent reference,
   as the runner does.
@@ -24,8 +24,8 @@ from typing import Any
 
 from benchmark.metric_specs import at_level, metric
 from benchmark.metrics import run_metrics
-from benchmark.runner.references import with_reference
-from benchmark.runner.summary import interval_cell
+from benchmark.results.references import with_reference
+from benchmark.results.summary import interval_cell
 from leaderboard.db.models import Entry
 
 # How each declared interval method is named on the pages, in the API and in the export.

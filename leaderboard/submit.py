@@ -23,8 +23,9 @@ import httpx
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
+from benchmark.results.run_dir import read_run
 from leaderboard.pack import SUBMISSION_OPTIONS, add_submission_options, describe, pack_run
-from leaderboard.tracks import Track, read_run
+from leaderboard.tracks import Track
 
 CHUNK = 64 * 1024
 FINAL = ("verified", "rejected")

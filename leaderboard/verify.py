@@ -26,10 +26,11 @@ from typing import Any
 
 from benchmark.env import make_env, replay, trace_hash
 from benchmark.metrics import episode_metrics
-from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
+from benchmark.results.challenge import Challenge, ChallengeError, load_challenge
+from benchmark.results.suite import EpisodeRef, load_suite
 from benchmark.tasks import load_task
 from leaderboard.bundle import Bundle, BundleError, read_bundle
-from leaderboard.tracks import EpisodeRef, Track, expected_episodes, load_suite
+from leaderboard.tracks import Track, expected_episodes
 from leaderboard.untrusted import shown
 
 
@@ -411,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for reason in verdict.explanation:
         print(f"  {reason}")
     if args.rate:
-        from benchmark.bench import bench_env
+        from benchmark.bench.env import bench_env
 
         figures = measure(bundle, challenge, args.repeats)
         oracle = bench_env(episodes=30, repeats=args.repeats)["oracle_episodes_per_s"]

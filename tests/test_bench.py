@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from benchmark.bench import bench_sim, main, random_actions
+from benchmark.bench.__main__ import main
+from benchmark.bench.env import bench_sim, random_actions
 
 
 def test_random_primitive_actions_are_well_formed() -> None:

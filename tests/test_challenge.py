@@ -13,8 +13,8 @@ from rich.console import Console
 
 from benchmark.env import replay
 from benchmark.paths import CONFIGS_DIR
+from benchmark.results.challenge import Challenge, ChallengeError, load_challenge
 from benchmark.runner.app import build_jobs, run
-from benchmark.runner.challenge import Challenge, ChallengeError, load_challenge
 from benchmark.runner.config import register_configs
 
 register_configs()
@@ -72,7 +72,7 @@ def test_references_of_a_challenge_keep_its_scenes(tmp_path: Path) -> None:
 
 
 def test_a_hidden_seed_suite_needs_a_challenge_and_a_challenge_its_suite(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="seeds of this suite are hidden"):
+    with pytest.raises(ValueError, match="hides its seeds: its episodes are those of a challenge"):
         build_jobs(_cfg(tmp_path, "suite=test"))
     other = _challenge(tmp_path, suite="default")
     with pytest.raises(ValueError, match="is for suite default v1"):

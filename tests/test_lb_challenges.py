@@ -15,8 +15,8 @@ from hydra import compose, initialize_config_dir
 from baselines.rl.config import EvalSettings
 from benchmark.env import make_env
 from benchmark.paths import CONFIGS_DIR
+from benchmark.results.challenge import Challenge
 from benchmark.runner.app import build_jobs
-from benchmark.runner.challenge import Challenge
 from benchmark.runner.config import register_configs
 from benchmark.sim.facts import scene_splits
 from benchmark.tasks import load_task

@@ -12,7 +12,7 @@ import pytest
 from helpers.lb_board import verified
 
 from benchmark.metric_specs import metric
-from benchmark.runner.summary import summarize
+from benchmark.results.summary import summarize
 from benchmark.stats import clopper_pearson
 from leaderboard.db.models import Entry, Submission, Team
 from leaderboard.ranking import (

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from benchmark.metrics import episode_metrics
-from benchmark.runner.challenge import load_challenge
+from benchmark.results.challenge import load_challenge
+from benchmark.results.run_dir import read_run
+from benchmark.results.suite import EpisodeRef
 from leaderboard.bundle import read_bundle
 from leaderboard.pack import pack_run
-from leaderboard.tracks import EpisodeRef, Track, read_run
+from leaderboard.tracks import Track
 from leaderboard.verify import (
     Verdict,
     expected_config,

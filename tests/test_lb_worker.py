@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from benchmark.metrics import episode_metrics
-from benchmark.runner.challenge import load_challenge
+from benchmark.results.challenge import load_challenge
 from leaderboard import crud
 from leaderboard.bundle import read_bundle
 from leaderboard.db.models import Entry, Submission

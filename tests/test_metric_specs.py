@@ -22,9 +22,9 @@ from benchmark.metric_specs import (
     metric,
 )
 from benchmark.metrics import add_reference_metrics, episode_metrics, run_metrics
+from benchmark.results.summary import interval_cell, summarize, write_summary
 from benchmark.rollout import run_episode
 from benchmark.runner.loggers import namespaced
-from benchmark.runner.summary import interval_cell, summarize, write_summary
 
 
 def names(*levels: str) -> set[str]:

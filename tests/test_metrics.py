@@ -235,7 +235,7 @@ def test_formulas_directly() -> None:
 
 
 def test_summary_intervals_stay_inside_the_metric_range() -> None:
-    from benchmark.runner.summary import interval_cell as _cell
+    from benchmark.results.summary import interval_cell as _cell
 
     tr = _cell([0.0, 0.0, 0.25], metric("TR"))
     assert tr["lo"] == 0.0 and 0.0 < tr["hi"] <= 1.0 and tr["mean"] == pytest.approx(0.25 / 3)

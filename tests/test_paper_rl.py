@@ -11,7 +11,7 @@ import pytest
 
 from benchmark.reproduce.app import Options, make_table
 from benchmark.reproduce.spec import load_table
-from benchmark.runner.results import RunDirectory
+from benchmark.results.run_dir import RunDirectory
 
 
 @pytest.mark.slow

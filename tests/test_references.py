@@ -6,7 +6,7 @@ from itertools import permutations
 
 import pytest
 
-from benchmark.runner.references import ReferenceJoin, with_reference
+from benchmark.results.references import ReferenceJoin, with_reference
 
 
 def row(

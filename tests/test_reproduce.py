@@ -19,7 +19,7 @@ from benchmark.reproduce.build import table_records
 from benchmark.reproduce.check import committed_problems, fresh_problems
 from benchmark.reproduce.sources import read_bundles, read_run_dir
 from benchmark.reproduce.spec import SpecError, TableSpec, load_table, parse_table
-from benchmark.runner.results import RunDirectory
+from benchmark.results.run_dir import RunDirectory
 from leaderboard.paper import pack_table
 from tests.helpers.lb_bundles import edit
 

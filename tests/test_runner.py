@@ -18,11 +18,11 @@ from rich.console import Console
 
 from benchmark.metric_specs import at_level
 from benchmark.paths import CONFIGS_DIR, REPO_ROOT
+from benchmark.results.references import with_reference
 from benchmark.runner.app import build_jobs, run
 from benchmark.runner.config import register_configs
 from benchmark.runner.execute import MAX_RAY_TMPDIR
 from benchmark.runner.loggers import namespaced
-from benchmark.runner.references import with_reference
 
 register_configs()
 TINY = [

@@ -32,7 +32,7 @@ from baselines.rl.policy_team import check_adapter
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs
-from benchmark.runner.summary import RUN_METRICS, SUMMARY_METRICS
+from benchmark.results.summary import RUN_METRICS, SUMMARY_METRICS
 
 
 def training_config(path: str | Path | None = None) -> DictConfig:

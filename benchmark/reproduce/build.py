@@ -25,8 +25,8 @@ from benchmark.metric_specs import BY_NAME
 from benchmark.metrics import run_metrics
 from benchmark.reproduce.sources import Row, RunData
 from benchmark.reproduce.spec import TableSpec
-from benchmark.runner.references import with_reference
-from benchmark.runner.summary import RUN_METRICS, interval_cell
+from benchmark.results.references import with_reference
+from benchmark.results.summary import RUN_METRICS, interval_cell
 
 Record = dict[str, Any]
 _ALL = "all"

@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmark.reproduce.spec import RunSpec
-from benchmark.runner.results import RunDirectory
+from benchmark.results.bundles import BundleError, bundle_members, bundle_rows
+from benchmark.results.run_dir import RunDirectory
 
 Row = dict[str, Any]
 
@@ -82,30 +82,6 @@ def bundle_paths(spec: RunSpec, reference_dir: Path) -> list[Path]:
     return sorted(reference_dir.glob(f"{spec.id}.*.tar.gz"))
 
 
-def bundle_members(path: Path) -> dict[str, bytes]:
-    """A committed bundle's files (name -> bytes), read without unpacking it to disk;
-    SourceError naming the file when it is unreadable or holds no ``episodes.jsonl``. Only the
-    benchmark's own committed bundles are read here: the leaderboard bounds untrusted ones
-    (``leaderboard.bundle``)."""
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            members = {
-                m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
-                for m in tar.getmembers()
-                if m.isfile()
-            }
-    except (OSError, tarfile.TarError, EOFError) as err:
-        raise SourceError(f"cannot read bundle {path}: {err}") from err
-    if "episodes.jsonl" not in members:
-        raise SourceError(f"bundle {path} has no episodes.jsonl")
-    return members
-
-
-def bundle_rows(members: dict[str, bytes]) -> list[Row]:
-    """The episode rows of a bundle's files (:func:`bundle_members`)."""
-    return [json.loads(line) for line in members["episodes.jsonl"].decode().splitlines()]
-
-
 def read_bundles(spec: RunSpec, reference_dir: Path) -> RunData:
     """The committed run ``spec`` from its bundles; rows several bundles share (one-agent
     references) are kept once. SourceError when none exists or one is unreadable."""
@@ -119,7 +95,7 @@ def read_bundles(spec: RunSpec, reference_dir: Path) -> RunData:
     for path in paths:
         try:
             members = bundle_members(path)
-        except SourceError as err:
+        except BundleError as err:
             raise SourceError(f"run {spec.id}: {err}") from err
         for row in bundle_rows(members):
             rows.setdefault(row["key"], row)

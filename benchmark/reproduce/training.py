@@ -23,7 +23,7 @@ from benchmark.metric_specs import BY_NAME
 from benchmark.reproduce.render import outside_legend, series_colour
 from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import TableSpec, TrainingSpec
-from benchmark.runner.summary import interval_cell
+from benchmark.results.summary import interval_cell
 
 CURVE_KEYS = ("step", "wall_s", "eval/episodes", "eval/task/SR")
 Curve = dict[str, Any]

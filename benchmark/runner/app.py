@@ -17,14 +17,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchmark.runner.challenge import load_challenge
+from benchmark.results.challenge import load_challenge
+from benchmark.results.references import ReferenceJoin
+from benchmark.results.run_dir import RunDirectory
+from benchmark.results.suite import Suite, parse_suite, suite_episodes
+from benchmark.results.summary import comm_deltas, summarize, write_summary
 from benchmark.runner.config import RunConfig
 from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
 from benchmark.runner.jobs import Job
 from benchmark.runner.loggers import MetricLoggers
-from benchmark.runner.references import ReferenceJoin
-from benchmark.runner.results import RunDirectory
-from benchmark.runner.summary import comm_deltas, summarize, write_summary
 from benchmark.tasks import resolve_task, task_source
 
 
@@ -34,89 +35,68 @@ def _as_list(value: Any) -> list[Any] | None:
     return list(value) if isinstance(value, list | tuple) or OmegaConf.is_list(value) else [value]
 
 
-def _cells(cfg: DictConfig) -> list[tuple[Any, int, list[int], str | None]]:
-    """The run's (suite entry, seed, team sizes, scene or None) cells: the suite's seeds (on
-    each of an entry's pinned ``scenes``, if it lists any), or the episodes of the challenge
-    file ``cfg.challenge``."""
-    sizes_of = {e.task: _as_list(cfg.n_agents) or list(e.n_agents) for e in cfg.suite.entries}
-    if not cfg.challenge:
-        cells = []
-        for entry in cfg.suite.entries:
-            seeds = _as_list(cfg.seeds) or list(entry.seeds)
-            if not seeds:
-                raise ValueError(
-                    f"suite {cfg.suite.name!r} entry {entry.task}: no seeds; the seeds of this "
-                    "suite are hidden: run a challenge (challenge=<challenge file>)"
-                )
-            scenes = list(entry.get("scenes") or []) or [None]
-            cells += [(entry, int(s), sizes_of[entry.task], sc) for sc in scenes for s in seeds]
-        return cells
-    challenge = load_challenge(cfg.challenge)
-    if (challenge.suite, challenge.suite_version) != (cfg.suite.name, cfg.suite.version):
-        raise ValueError(
-            f"challenge {challenge.id} is for suite {challenge.suite} "
-            f"{challenge.suite_version}, the run's suite is {cfg.suite.name} {cfg.suite.version}"
-        )
-    if cfg.seeds is not None or cfg.n_agents is not None:
+def run_suite(cfg: DictConfig) -> Suite:
+    """The run's suite (:func:`benchmark.results.suite.parse_suite`, the board's parser too),
+    with the run's ``seeds`` and ``n_agents`` overrides."""
+    suite = parse_suite(
+        OmegaConf.to_container(cfg.suite, resolve=True), f"suite {cfg.suite.name!r}"
+    )
+    if cfg.challenge and (cfg.seeds is not None or cfg.n_agents is not None):
         raise ValueError("a challenge fixes the episodes: do not set seeds or n_agents with it")
-    entries = {e.task: e for e in cfg.suite.entries}
-    cells = []
-    for ep in challenge.episodes:
-        entry = entries.get(ep.task)
-        if entry is None or ep.n_agents not in sizes_of[ep.task]:
-            raise ValueError(
-                f"challenge {challenge.id}: episode {ep} is not a cell of suite {cfg.suite.name}"
-            )
-        cells.append((entry, ep.seed, [ep.n_agents], ep.scene))
-    return cells
+    return suite.with_overrides(seeds=_as_list(cfg.seeds), n_agents=_as_list(cfg.n_agents))
 
 
 def build_jobs(cfg: DictConfig) -> list[Job]:
-    """Every episode of the run, the one-agent references included when ``reference`` is set."""
+    """Every episode of the run (:func:`benchmark.results.suite.suite_episodes`, the list the
+    leaderboard expects), the one-agent references included when ``reference`` is set."""
     if not cfg.suite.entries:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
+    suite = run_suite(cfg)
     baseline = cfg.baseline
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
-    if cfg.challenge:
-        env_options["challenge"] = load_challenge(cfg.challenge).id
+    challenge = load_challenge(cfg.challenge) if cfg.challenge else None
+    if challenge is not None:
+        env_options["challenge"] = challenge.id
     team_kwargs = OmegaConf.to_container(baseline.kwargs, resolve=True)
-    tasks = {e.task: resolve_task(e.task) for e in cfg.suite.entries}
-    cells = _cells(cfg)
-    for entry, _, sizes, scene in cells:
-        task = tasks[entry.task]
-        if scene is not None and scene not in task.candidate_scenes():
+    tasks = {e.task: resolve_task(e.task) for e in suite.entries}
+    references = bool(cfg.reference and not cfg.reference_from)
+    episodes = [
+        ep
+        for comm in _as_list(cfg.comm)
+        for ep in suite_episodes(suite, bool(comm), challenge, references=references)
+    ]
+    for ep in episodes:
+        task = tasks[ep.task]
+        if ep.scene is not None and ep.scene not in task.candidate_scenes():
             raise ValueError(
-                f"suite entry {entry.task}: scene {scene!r} is not among the task's scenes "
+                f"suite entry {ep.task}: scene {ep.scene!r} is not among the task's scenes "
                 f"{task.candidate_scenes()}"
             )
-        for n in sizes:
-            if not task.min_agents <= n <= task.max_agents:
-                raise ValueError(
-                    f"suite entry {entry.task}: n_agents={n} is outside the task's "
-                    f"range {task.min_agents}-{task.max_agents}"
-                )
-    jobs: list[Job] = []
-    for comm in _as_list(cfg.comm):
-        for entry, seed, sizes, scene in cells:
-            task = tasks[entry.task]
-            source = task_source(task) or {"path": "", "sha256": ""}
-            common = {
-                "task": task.id,
-                "split": entry.split,
-                "seed": seed,
-                "comm": bool(comm),
-                "baseline": baseline.name,
-                "team_kwargs": team_kwargs,
-                "env_options": env_options,
-                "task_file": source["path"],
-                "task_sha256": source["sha256"],
-                "scene": scene,
-            }
-            jobs += [Job(n_agents=int(n), **common) for n in sizes]
-            if cfg.reference and not cfg.reference_from and 1 not in sizes:
-                reference = Job(n_agents=1, reference=True, **common)
-                if reference.key not in {j.key for j in jobs}:  # cells may share a reference
-                    jobs.append(reference)
+        if not ep.reference and not task.min_agents <= ep.n_agents <= task.max_agents:
+            raise ValueError(
+                f"suite entry {ep.task}: n_agents={ep.n_agents} is outside the task's "
+                f"range {task.min_agents}-{task.max_agents}"
+            )
+    jobs = []
+    for ep in episodes:
+        task = tasks[ep.task]
+        source = task_source(task) or {"path": "", "sha256": ""}
+        jobs.append(
+            Job(
+                task=task.id,
+                split=ep.split,
+                n_agents=ep.n_agents,
+                seed=ep.seed,
+                comm=ep.comm,
+                baseline=baseline.name,
+                team_kwargs=team_kwargs,
+                env_options=env_options,
+                reference=ep.reference,
+                task_file=source["path"],
+                task_sha256=source["sha256"],
+                scene=ep.scene,
+            )
+        )
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the suite lists the same episode twice")

@@ -18,6 +18,7 @@ from benchmark.decompose import quality
 from benchmark.env import make_env
 from benchmark.llm.batching import run_batched
 from benchmark.metrics import episode_metrics
+from benchmark.results.suite import episode_key
 from benchmark.rollout import run_episode
 from benchmark.tasks import TaskSpec, load_task, load_task_file
 
@@ -45,12 +46,16 @@ class Job:
 
     @property
     def key(self) -> str:
-        """Unique, readable id of the episode within a run."""
-        role = "ref" if self.reference else "run"
-        where = self.split if self.scene is None else f"{self.split}/{self.scene}"
-        return (
-            f"{self.baseline}/{self.task}/{where}/n{self.n_agents}/s{self.seed}/"
-            f"comm{int(self.comm)}/{role}"
+        """Unique, readable id of the episode within a run (:func:`episode_key`)."""
+        return episode_key(
+            self.baseline,
+            self.task,
+            self.split,
+            self.scene,
+            self.n_agents,
+            self.seed,
+            self.comm,
+            self.reference,
         )
 
 

@@ -16,12 +16,12 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from benchmark.results.suite import suites
 from leaderboard import crud
 from leaderboard.auth import TeamIdentity, current_team
 from leaderboard.challenges import issue_challenge
 from leaderboard.db.session import get_session
 from leaderboard.settings import Settings
-from leaderboard.tracks import suites
 from leaderboard.untrusted import RepeatedKey, unique_keys
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])

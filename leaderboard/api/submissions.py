@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from benchmark.runner.challenge import Challenge
+from benchmark.results.challenge import Challenge
 from leaderboard import board, crud
 from leaderboard.auth import TeamIdentity, current_team
 from leaderboard.bundle import read_bundle, stored_form

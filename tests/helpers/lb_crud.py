@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from benchmark.runner.challenge import Challenge, ChallengeEpisode
+from benchmark.results.challenge import Challenge, ChallengeEpisode
 from leaderboard import crud
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)

@@ -12,9 +12,12 @@ import json
 import os
 import platform
 import subprocess
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from benchmark.paths import REPO_ROOT, write_atomically
 from benchmark.version import __version__
@@ -148,3 +151,59 @@ class RunDirectory:
 
     def load_trace(self, row: dict[str, Any]) -> dict[str, Any]:
         return json.loads((self.root / row["trace_path"]).read_text())
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory written by ``python -m benchmark.run``, read for submission.
+
+    Attributes:
+        root: the directory.
+        manifest: its ``manifest.json`` (suite, suite_version, config_hash, code_version).
+        config: its resolved ``config.yaml`` (baseline, llm, challenge, ...).
+        rows: its ``episodes.jsonl`` rows, in order.
+    """
+
+    root: Path
+    manifest: dict[str, Any]
+    config: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+    @property
+    def suite(self) -> str:
+        return self.manifest["suite"]
+
+    @property
+    def suite_version(self) -> str:
+        return self.manifest["suite_version"]
+
+    def trace_bytes(self, row: dict[str, Any]) -> bytes:
+        """The trace file of an episode that finished (status ok), as written."""
+        return (self.root / row["trace_path"]).read_bytes()
+
+    def trace(self, row: dict[str, Any]) -> dict[str, Any]:
+        return json.loads(self.trace_bytes(row))
+
+
+def read_run(run_dir: str | Path) -> Run:
+    """Read a run directory; ValueError naming the file that is missing or malformed.
+
+    A torn line of ``episodes.jsonl`` (a run killed mid-write) is no row: that episode is
+    missing, and the run must be resumed before it can be submitted.
+    """
+    root = Path(run_dir)
+    files = {name: root / name for name in ("manifest.json", "config.yaml", "episodes.jsonl")}
+    for name, path in files.items():
+        if not path.is_file():
+            raise ValueError(f"{root}: no {name}; not a run directory of benchmark.run")
+    try:
+        manifest = json.loads(files["manifest.json"].read_text())
+        config = yaml.safe_load(files["config.yaml"].read_text())
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"{root}: malformed manifest.json or config.yaml: {err}") from err
+    # The runner's own reading: a torn line (a crash mid-write) is no row.
+    rows = RunDirectory(root).rows()
+    for field in ("suite", "suite_version"):
+        if not isinstance(manifest.get(field), str):
+            raise ValueError(f"{files['manifest.json']}: field {field!r}: expected a string")
+    return Run(root=root, manifest=manifest, config=config, rows=rows)

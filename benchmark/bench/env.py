@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m benchmark.bench sim`` prints one JSON line of figures.
+"""Simulator and environment speed: ``python -m benchmark.bench sim`` and ``... env``.
 
 Figures are wall-clock measurements on the calling process (one core); run them on an idle
 machine and compare medians across repeats.
@@ -6,8 +6,6 @@ machine and compare medians across repeats.
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.bench_llm import bench_llm
 from benchmark.sim.actions import NAVIGATION
 
 PRIMITIVES = (
@@ -168,85 +165,3 @@ def bench_env(
         "env_step_us": round(outcome["step_us"], 1),
         "python": platform.python_version(),
     }
-
-
-def bench_run(
-    episodes: int = 60, repeats: int = 1, task: str = "transport_produce_fridge_v0"
-) -> dict[str, Any]:
-    """Oracle episodes/s through the runner's job path, inline and on 2 Ray workers (Ray start-up
-    timed separately and excluded), and the scaling ratio."""
-    import tempfile
-    from pathlib import Path
-
-    import ray
-
-    from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
-    from benchmark.runner.jobs import Job
-
-    jobs = [
-        Job(task, "test", 2, seed, True, "oracle", {}, {"observability": "full"})
-        for seed in range(episodes)
-    ]
-    start = time.perf_counter()
-    inline_rows = [r["row"] for r in run_inline(jobs, retries=0)]
-    inline_rate = episodes / (time.perf_counter() - start)
-    with tempfile.TemporaryDirectory(prefix="cbb") as tmp:
-        tmpdir, _ = ray_tmpdir(Path(tmp))
-        start = time.perf_counter()
-        ray.init(
-            num_cpus=2,
-            _temp_dir=str(tmpdir),
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-        )
-        # Warm both workers (imports, scene cache) before timing, as a long run would be.
-        list(run_on_ray(jobs[:4], 2, 0, None, tmpdir))
-        startup = time.perf_counter() - start
-        best = 0.0
-        for _ in range(repeats):
-            start = time.perf_counter()
-            ray_rows = [r["row"] for r in run_on_ray(jobs, 2, 0, None, tmpdir)]
-            best = max(best, episodes / (time.perf_counter() - start))
-        ray.shutdown()
-    same = sorted(r["trace_hash"] for r in ray_rows) == sorted(r["trace_hash"] for r in inline_rows)
-    return {
-        "bench": "run",
-        "task": task,
-        "episodes": episodes,
-        "inline_episodes_per_s": round(inline_rate, 1),
-        "ray2_episodes_per_s": round(best, 1),
-        "scaling_1_to_2": round(best / inline_rate, 2),
-        "ray_startup_s": round(startup, 1),
-        "same_trace_hashes": same,
-        "python": platform.python_version(),
-    }
-
-
-BENCHES = {
-    "sim": bench_sim,
-    "env": bench_env,
-    "run": bench_run,
-    "llm": bench_llm,
-}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Benchmark the benchmark's components.")
-    parser.add_argument("name", choices=sorted(BENCHES))
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
-        "--rss",
-        action="store_true",
-        help="llm: also the peak RSS of a worker playing one episode of each LLM baseline",
-    )
-    args = parser.parse_args(argv)
-    options = {"rss": True} if args.rss else {}
-    if options and args.name != "llm":
-        parser.error("--rss is an option of the llm bench")
-    print(json.dumps(BENCHES[args.name](repeats=args.repeats, **options)), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

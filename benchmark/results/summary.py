@@ -9,7 +9,7 @@ Each metric's interval method (Clopper-Pearson for SR, Student-t for the others)
 interval is clipped to, and whether summary.md shows it come from its declaration in
 :mod:`benchmark.metric_specs`. Rows are grouped by baseline, communication setting and team
 size. Speedup, parallel efficiency and EI join each row with its one-agent reference
-(:mod:`benchmark.runner.references`). A run with several team sizes (``n_agents=[1,2,4,8]``)
+(:mod:`benchmark.results.references`). A run with several team sizes (``n_agents=[1,2,4,8]``)
 also gets a scaling table in summary.md: SR, L, speedup, parallel efficiency, EI, balance and
 the interference counts per team size. The comm-ablation delta pairs comm-on and comm-off rows
 on the same task, seed and team size.
@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmark.metric_specs import METRICS, MetricSpec, at_level, metric
 from benchmark.metrics import run_metrics
-from benchmark.runner.references import with_reference
+from benchmark.results.references import with_reference
 from benchmark.stats import clopper_pearson, t_interval
 
 # Per-episode metrics, the reference ones included, in declaration order: one cell each.
