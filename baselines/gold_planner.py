@@ -21,11 +21,11 @@ from typing import Any
 from baselines.llm_planner import LLMPlannerTeam
 from baselines.oracle import OracleTeam
 from benchmark.agents import Team
-from benchmark.decompose import Decomposition, Subtask
 from benchmark.env import make_env
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
 from benchmark.skill_names import JOINT_SKILLS, PLAN_SKILLS
+from benchmark.tasks.decompose import Decomposition, Subtask
 
 MAX_SUBTASKS = 64  # the oracle's whole episode, not an LLM reply's budget
 

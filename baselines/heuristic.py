@@ -49,10 +49,10 @@ from baselines.heuristic_homes import Homes
 from baselines.heuristic_lift import LiftCrew
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
-from benchmark.goals import HOME, Atom, Clause, parse_clause
 from benchmark.sim.catalog import type_of_id as _type
 from benchmark.sim.facts import object_facts
 from benchmark.sim.state_changes import BASINS
+from benchmark.tasks.goals import HOME, Atom, Clause, parse_clause
 
 SURFACES = (
     "CounterTop",

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from baselines.heuristic_goals import about
-from benchmark.goals import HOME, Clause
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import ObjectFacts
+from benchmark.tasks.goals import HOME, Clause
 
 QUIET = 3  # observations in a row without a new object before it goes to look at receptacles
 

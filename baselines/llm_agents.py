@@ -43,10 +43,10 @@ from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
-from benchmark.goals import parse_clause
 from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
 from benchmark.sim.catalog import type_of_id
 from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
+from benchmark.tasks.goals import parse_clause
 
 HISTORY = 4
 MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)

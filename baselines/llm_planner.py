@@ -1,11 +1,11 @@
 """The ``llm_planner`` team: a central LLM decomposes and assigns, scripted controllers execute.
 
 At the start the LLM turns the instruction and the objects the team has seen into a subtask DAG
-(:mod:`benchmark.decompose`, prompt ``prompts/decompose_v2.txt``). Constrained (the default,
+(:mod:`benchmark.tasks.decompose`, prompt ``prompts/decompose_v2.txt``). Constrained (the default,
 ``llm.constrained=true``) the plan is decoded under the plan schema
-(:func:`~benchmark.decompose.grammar_decompose`: known ids, each agent's permitted skills, an
+(:func:`~benchmark.tasks.decompose.grammar_decompose`: known ids, each agent's permitted skills, an
 acyclic order), so it parses by construction; ``scoring=true`` instead chooses each subtask by
-scoring candidates (:func:`~benchmark.decompose.constrained_decompose`). Free-form
+scoring candidates (:func:`~benchmark.tasks.decompose.constrained_decompose`). Free-form
 (``llm.constrained=false``) the reply is parsed and validated. A plan cut by ``max_tokens`` keeps
 its complete subtasks (``llm/truncated_rate``); a plan the backend could not decode under the
 schema is parsed free-form (``llm/fallback_rate``). With no object known yet there is nothing to
@@ -30,18 +30,18 @@ from typing import Any
 
 from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
 from benchmark.agents import Team
-from benchmark.decompose import (
+from benchmark.env.messaging import OBJECT_ID
+from benchmark.env.views import TaskInfo
+from benchmark.llm import LLM, Sampling
+from benchmark.sim.catalog import type_of_id
+from benchmark.skill_names import JOINT_SKILLS as JOINT
+from benchmark.tasks.decompose import (
     Decomposition,
     Subtask,
     constrained_decompose,
     decompose,
     grammar_decompose,
 )
-from benchmark.env.messaging import OBJECT_ID
-from benchmark.env.views import TaskInfo
-from benchmark.llm import LLM, Sampling
-from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import JOINT_SKILLS as JOINT
 
 
 class LLMPlannerTeam(Team):

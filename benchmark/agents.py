@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from benchmark.env.views import TaskInfo
 
 if TYPE_CHECKING:
-    from benchmark.decompose import Decomposition
+    from benchmark.tasks.decompose import Decomposition
 
 ENTRY_POINT_GROUP = "collab_bench.agents"
 

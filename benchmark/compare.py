@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.metrics.stats import clopper_pearson, mcnemar_exact
 from benchmark.results.bundles import BundleError, bundle_members, bundle_rows
 from benchmark.results.run_dir import RunDirectory
-from benchmark.stats import clopper_pearson, mcnemar_exact
 
 METRICS = ("TR", "B", "messages", "influence_rate", "redundancy", "L")
 

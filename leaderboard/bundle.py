@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from benchmark.metrics import METRIC_NAMES
+from benchmark.metrics.episode import METRIC_NAMES
 from leaderboard.archive import BundleError, Limits, read_members
 from leaderboard.tracks import Track
 from leaderboard.untrusted import (

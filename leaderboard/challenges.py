@@ -20,10 +20,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from benchmark.episode import make_episode
 from benchmark.results.challenge import Challenge, ChallengeEpisode
 from benchmark.results.suite import load_suite
-from benchmark.tasks import load_task
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.spec import load_task
 
 # The hidden pool: [low, high). Every seed the benchmark publishes is below it: the suites'
 # seeds and the trainers' held-out evaluation seeds (from 1,000,000; suite rl_heldout).

@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from benchmark.metrics import METRIC_NAMES
+from benchmark.metrics.episode import METRIC_NAMES
 from leaderboard import board, crud
 from leaderboard.db.models import Entry, EpisodeResult, Submission
 from leaderboard.ranking import EPISODE_METRICS, INTERVALS, RUN_METRICS, interval_caption
@@ -81,7 +81,7 @@ README = f"""collab-bench leaderboard export
 entries.csv   one row per entry, in each track's ranked order. <metric>_mean/_lo/_hi/_n: the
               mean over the entry's run episodes, its 95% interval and the number of episodes
               that define the metric. Each metric's interval is the one its declaration
-              (benchmark/metric_specs.py) names:
+              (benchmark/metrics/specs.py) names:
               {interval_caption(INTERVALS)}.
               A Student-t interval needs two values: with one, _lo and _hi are empty.
               rank = 1 + the number of entries of the track whose SR lower bound is above this

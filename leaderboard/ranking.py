@@ -1,7 +1,7 @@
 """Ranking a track: each metric's 95% interval as its declaration says, tied ranks, and the
 track's table.
 
-- Every per-episode metric's interval is the one :mod:`benchmark.metric_specs` declares for it
+- Every per-episode metric's interval is the one :mod:`benchmark.metrics.specs` declares for it
   (``MetricSpec.interval``), computed as the run summaries compute it
   (:func:`benchmark.results.summary.interval_cell`) and clipped to the metric's range: SR's is
   the Clopper-Pearson (exact binomial) interval, every other metric's the Student-t interval of
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from benchmark.metric_specs import at_level, metric
-from benchmark.metrics import run_metrics
+from benchmark.metrics.episode import run_metrics
+from benchmark.metrics.specs import at_level, metric
 from benchmark.results.references import with_reference
 from benchmark.results.summary import interval_cell
 from leaderboard.db.models import Entry

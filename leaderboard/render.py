@@ -2,7 +2,7 @@
 (matplotlib, PNG) and replays of its episodes (a labelled PNG per tick, a GIF of the whole
 episode), drawn from the verified traces; never an uploaded image.
 
-A replay frame is the top-down map of :func:`benchmark.render.top_down` with the agents drawn
+A replay frame is the top-down map of :func:`benchmark.sim.render.top_down` with the agents drawn
 as numbered discs (no text on the map, so labels never overlap) beside a panel: the tick
 counter, the checklist's progress bar, each agent's colour, name and held object, and the key
 to the map's symbols.
@@ -20,10 +20,10 @@ from typing import Any
 from matplotlib.figure import Figure
 from PIL import Image, ImageDraw, ImageFont
 
-from benchmark.render import AGENT_COLOURS, top_down
+from benchmark.media.viewer import checklist_states, replay_worlds
+from benchmark.sim.render import AGENT_COLOURS, top_down
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World, facing
-from benchmark.viewer import checklist_states, replay_worlds
 
 PLOT_METRICS = ("SR", "TR", "C", "B")  # fractions in [0, 1], drawn on one axis
 PLOT_INCHES = (9.0, 3.6)

@@ -4,7 +4,7 @@ Every submitted number is ignored. For each episode the server builds the trace 
 (:func:`expected_config`: the registered task, the scene the seed chooses or the challenge names,
 the track's env options and the defaults for all others), refuses a trace whose config differs,
 checks that the trace's body still hashes to its ``trace_hash``, replays every decision in the
-simulator, and recomputes every per-episode metric with :mod:`benchmark.metrics`. A reason
+simulator, and recomputes every per-episode metric with :mod:`benchmark.metrics.episode`. A reason
 names the field and reads ``<field>: <submitted> != <server's>``.
 
     python -m leaderboard.verify sub.tar.gz [--challenge challenge.json] [--rate]
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.env import make_env, replay, trace_hash
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.results.challenge import Challenge, ChallengeError, load_challenge
 from benchmark.results.suite import EpisodeRef, load_suite
-from benchmark.tasks import load_task
+from benchmark.tasks.spec import load_task
 from leaderboard.bundle import Bundle, BundleError, read_bundle
 from leaderboard.tracks import Track, expected_episodes
 from leaderboard.untrusted import shown

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from benchmark.tasks import load_task
+from benchmark.tasks.spec import load_task
 from leaderboard import crud
 from leaderboard.bundle import Bundle, read_bundle
 from leaderboard.db.models import Submission

@@ -32,11 +32,11 @@ from transformers import LogitsProcessor, LogitsProcessorList
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from baselines.llm_agents import decision_schema, read_decision
-from benchmark.decompose import plan_schema, validate
 from benchmark.llm.hf import HFBackend
 from benchmark.llm.smollm2 import smollm2_dir
 from benchmark.llm.structured import JSON_OPTIONS
 from benchmark.skill_names import SKILLS
+from benchmark.tasks.decompose import plan_schema, validate
 
 TYPES = ["Apple", "Tomato", "Lettuce", "Fridge", "Cabinet", "CounterTop", "Sink", "Mug", "Pan"]
 

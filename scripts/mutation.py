@@ -7,7 +7,7 @@ diff to ``outputs/mutation/report.md``: the survivors, the timeouts and suspicio
 the functions no selected test reaches.
 
     python scripts/mutation.py                                  # every target in TARGETS
-    python scripts/mutation.py benchmark/stats.py=tests/test_metrics.py
+    python scripts/mutation.py benchmark/metrics/stats.py=tests/test_metrics.py
 
 Add a module by adding a line to TARGETS. A target whose module does not exist is skipped with a
 message, so is a listed test file that does not exist, and a target left without tests.
@@ -63,7 +63,7 @@ class Target:
 
 
 TARGETS = (
-    Target("benchmark/metrics.py", ("tests/test_metrics.py",)),
+    Target("benchmark/metrics/episode.py", ("tests/test_metrics.py",)),
     Target("benchmark/env/rewards.py", ("tests/test_rewards.py", "tests/test_env.py")),
     Target("baselines/rl/algos.py", ("tests/test_rl_algos.py",), isolation="forkserver"),
 )
@@ -153,7 +153,7 @@ def mutmut(work: Path, *args: str, log: Path | None = None) -> str:
 
 
 def function_of(mutant: str) -> str:
-    """``benchmark.stats.x_t_interval__mutmut_4`` -> ``t_interval``; a method's mutant,
+    """``benchmark.metrics.stats.x_t_interval__mutmut_4`` -> ``t_interval``; a method's mutant,
     ``...xǁClassǁname__mutmut_1``, -> ``Class.name``."""
     name = mutant.partition("__mutmut_")[0].rpartition(".")[2]
     if name.startswith("x_"):

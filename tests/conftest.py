@@ -119,7 +119,7 @@ def postgres_url(postgres: PostgresCluster) -> str:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Llama with a byte-level BPE tokenizer trained on the benchmark's own text."""
     from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
-    from benchmark.tasks import task_registry
+    from benchmark.tasks.spec import task_registry
 
     corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
     corpus += [

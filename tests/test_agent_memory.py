@@ -11,7 +11,7 @@ from baselines.llm_agents import LLMAgentsTeam
 from baselines.memory import AgentMemory
 from baselines.rl.view_check import check_views
 from benchmark.env import CollabEnv, EnvOptions
-from benchmark.goals import parse_clause
+from benchmark.tasks.goals import parse_clause
 
 APPLE = "Apple|+01.30|+00.98|+00.02"
 FRIDGE = "Fridge|-02.80|+00.00|+04.43"

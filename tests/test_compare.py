@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.compare import compare, main
-from benchmark.stats import mcnemar_exact
+from benchmark.metrics.stats import mcnemar_exact
 
 
 def test_the_exact_mcnemar_p_value_is_the_two_sided_binomial_of_the_discordant_pairs() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from helpers.task_files import write_task
 
-from benchmark.episode import make_episode, pick_scene
-from benchmark.goals import holds
 from benchmark.sim.facts import scene_splits
-from benchmark.tasks import load_task, load_task_file
+from benchmark.tasks.episode import make_episode, pick_scene
+from benchmark.tasks.goals import holds
+from benchmark.tasks.spec import load_task, load_task_file
 
 
 def _layout(ep) -> list:

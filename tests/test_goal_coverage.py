@@ -11,9 +11,9 @@ from helpers.task_files import write_task
 from baselines.goal_routes import UnpursuableGoal
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.goals import holds
 from benchmark.rollout import run_episode
 from benchmark.sim.catalog import ithor_scenes
+from benchmark.tasks.goals import holds
 
 SEEDS = range(3)
 

@@ -8,12 +8,12 @@ import pytest
 from conftest import face, first_of
 from helpers.task_files import write_task
 
-from benchmark.episode import make_episode
-from benchmark.goal_rules import ImpossibleGoal, check_clause, type_capabilities
-from benchmark.goals import Atom, holds, parse_clause
 from benchmark.sim import Controller
 from benchmark.sim.arrange import reachable_by_sight
-from benchmark.tasks import TaskSpec, TaskSpecError, load_task_file, task_registry
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.goal_rules import ImpossibleGoal, check_clause, type_capabilities
+from benchmark.tasks.goals import Atom, holds, parse_clause
+from benchmark.tasks.spec import TaskSpec, TaskSpecError, load_task_file, task_registry
 
 CAPABILITY_FIELDS = ("pickupable", "receptacle", "openable", "toggleable", "sliceable")
 CAPABILITY_FIELDS += ("cookable", "breakable", "dirtyable", "can_fill")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from baselines.gold_planner import GoldPlanTeam, gold_plan
 from baselines.llm_planner import LLMPlannerTeam
 from benchmark.agents import make_team
-from benchmark.decompose import Decomposition, Subtask
 from benchmark.env import make_env
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
+from benchmark.tasks.decompose import Decomposition, Subtask
 
 TASK = "transport_apple_fridge_v0"
 

@@ -8,9 +8,9 @@ import pytest
 
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 
 SEARCH = sorted(t.id for t in task_registry().values() if t.family == "search")
 SEEDS = range(6)

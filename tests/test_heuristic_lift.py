@@ -11,7 +11,7 @@ import pytest
 from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.rollout import run_episode
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 
 HEAVY = sorted(t.id for t in task_registry().values() if t.family == "heavy-lift")
 

@@ -24,7 +24,7 @@ from helpers.lb_board import (
     submit_verified,
 )
 
-from benchmark.stats import clopper_pearson
+from benchmark.metrics.stats import clopper_pearson
 from leaderboard import board
 from leaderboard.bundle import read_bundle, stored_form
 from leaderboard.ranking import INTERVALS

@@ -19,7 +19,7 @@ from benchmark.results.challenge import Challenge
 from benchmark.runner.app import build_jobs
 from benchmark.runner.config import register_configs
 from benchmark.sim.facts import scene_splits
-from benchmark.tasks import load_task
+from benchmark.tasks.spec import load_task
 from leaderboard.challenges import (
     MAX_DRAWS,
     SEED_POOL,

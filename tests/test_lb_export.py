@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.lb_board import FORMULA_METHOD, SCRIPT_TEAM, T0, Board, make_board, submit_verified
 
-from benchmark.stats import clopper_pearson
+from benchmark.metrics.stats import clopper_pearson
 from leaderboard import crud
 from leaderboard.export import defuse
 

@@ -17,7 +17,7 @@ from helpers.lb_board import verified
 from helpers.lb_db import DATABASES, fresh_engine
 from sqlalchemy import Engine, select
 
-from benchmark.stats import clopper_pearson
+from benchmark.metrics.stats import clopper_pearson
 from leaderboard.db.models import Entry, Submission, Team
 from leaderboard.db.session import alembic_config, make_sessions, upgrade
 from leaderboard.ranking import interval_caption

@@ -32,8 +32,8 @@ from helpers.lb_board import (
 from markupsafe import escape
 from PIL import Image
 
-from benchmark.render import AGENT_COLOURS
-from benchmark.viewer import checklist_states
+from benchmark.media.viewer import checklist_states
+from benchmark.sim.render import AGENT_COLOURS
 from leaderboard import crud
 from leaderboard.app import create_app
 from leaderboard.render import replay_gif, replay_png

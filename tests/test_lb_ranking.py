@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from helpers.lb_board import verified
 
-from benchmark.metric_specs import metric
+from benchmark.metrics.specs import metric
+from benchmark.metrics.stats import clopper_pearson
 from benchmark.results.summary import summarize
-from benchmark.stats import clopper_pearson
 from leaderboard.db.models import Entry, Submission, Team
 from leaderboard.ranking import (
     EPISODE_METRICS,

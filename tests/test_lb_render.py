@@ -14,9 +14,9 @@ from PIL import Image
 
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.render import AGENT_COLOURS, top_down
+from benchmark.media.viewer import checklist_states, replay_frames, replay_worlds
 from benchmark.rollout import run_episode
-from benchmark.viewer import checklist_states, replay_frames, replay_worlds
+from benchmark.sim.render import AGENT_COLOURS, top_down
 from leaderboard.render import (
     MAX_GIF_FRAMES,
     PLOT_METRICS,

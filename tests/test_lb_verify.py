@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.results.challenge import load_challenge
 from benchmark.results.run_dir import read_run
 from benchmark.results.suite import EpisodeRef

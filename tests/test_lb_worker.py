@@ -22,7 +22,7 @@ from helpers.lb_db import DATABASES, database_url
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.results.challenge import load_challenge
 from leaderboard import crud
 from leaderboard.bundle import read_bundle

@@ -13,7 +13,9 @@ import httpx
 import pytest
 import torch
 
-from benchmark.decompose import (
+from benchmark.llm import ResponseCache, Sampling, make_llm
+from benchmark.llm.hf import HFBackend
+from benchmark.tasks.decompose import (
     Decomposition,
     Subtask,
     build_prompt,
@@ -23,9 +25,7 @@ from benchmark.decompose import (
     quality,
     validate,
 )
-from benchmark.goals import Atom
-from benchmark.llm import ResponseCache, Sampling, make_llm
-from benchmark.llm.hf import HFBackend
+from benchmark.tasks.goals import Atom
 
 CHATS = [
     [{"role": "user", "content": f"Put the apple number {k} in the fridge."}] for k in range(3)

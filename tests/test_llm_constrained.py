@@ -16,14 +16,14 @@ import pytest
 from baselines.llm_agents import LLMAgentsTeam, decision_schema, extract_action, read_decision
 from baselines.llm_planner import LLMPlannerTeam
 from baselines.llm_support import constrained_default, load_prompt
-from benchmark.decompose import complete_items, grammar_decompose, plan_schema
 from benchmark.env.grammar import parse_action
 from benchmark.llm import Constraint, ConstraintError, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.llm.vllm_backend import sampling_params
 from benchmark.skill_names import PLAIN_SKILLS, SKILLS
-from benchmark.tasks import task_registry
+from benchmark.tasks.decompose import complete_items, grammar_decompose, plan_schema
+from benchmark.tasks.spec import task_registry
 
 OBJECTS = ["Apple|+01.00|+00.90|-00.50", "Fridge|-01.25|+00.00|+02.00", "Mug|+00.10|+01.20|+00.33"]
 AGENTS = ["agent_0", "agent_1"]

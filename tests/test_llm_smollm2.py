@@ -16,10 +16,10 @@ import yaml
 
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.llm_planner import LLMPlannerTeam
-from benchmark.decompose import quality
 from benchmark.env import make_env
 from benchmark.env.grammar import parse_action
 from benchmark.paths import REPO_ROOT
+from benchmark.tasks.decompose import quality
 
 pytestmark = pytest.mark.slow
 MB_LIMIT = 2048  # an LLM episode on the embedded model must stay under 2 GB per worker

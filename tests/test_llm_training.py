@@ -14,9 +14,9 @@ from baselines.llm_support import resolve_adapter, shared_llm
 from baselines.rl.config import SFTConfig
 from baselines.rl.llm_demos import llm_demonstrations
 from baselines.rl.policy import LoraOptions, Policy
-from benchmark.decompose import validate
 from benchmark.llm.adapters import merge_adapter, save_adapter
 from benchmark.llm.tiny import save_tiny_llama
+from benchmark.tasks.decompose import validate
 
 TASKS = ["transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0"]
 

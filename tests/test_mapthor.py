@@ -14,12 +14,12 @@ from hydra import compose, initialize_config_dir
 from benchmark import replay
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.episode import make_episode
 from benchmark.paths import CONFIGS_DIR, TASKS_DIR
 from benchmark.rollout import run_episode
 from benchmark.runner.app import build_jobs, run
 from benchmark.runner.config import register_configs
-from benchmark.tasks import task_registry
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.spec import task_registry
 
 register_configs()
 MAPTHOR = {t.id: t for t in task_registry().values() if t.source and t.source.suite == "mapthor"}

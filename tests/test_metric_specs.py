@@ -11,7 +11,8 @@ import pytest
 
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.metric_specs import (
+from benchmark.metrics.episode import add_reference_metrics, episode_metrics, run_metrics
+from benchmark.metrics.specs import (
     COUNT,
     FRACTION,
     METRICS,
@@ -21,7 +22,6 @@ from benchmark.metric_specs import (
     at_level,
     metric,
 )
-from benchmark.metrics import add_reference_metrics, episode_metrics, run_metrics
 from benchmark.results.summary import interval_cell, summarize, write_summary
 from benchmark.rollout import run_episode
 from benchmark.runner.loggers import namespaced

@@ -7,9 +7,7 @@ import math
 import pytest
 
 from benchmark.env.trace import TRACE_FORMAT, atom_record
-from benchmark.goals import Atom
-from benchmark.metric_specs import metric
-from benchmark.metrics import (
+from benchmark.metrics.episode import (
     add_reference_metrics,
     balance,
     episode_metrics,
@@ -18,6 +16,8 @@ from benchmark.metrics import (
     specialisation,
     workload_entropy,
 )
+from benchmark.metrics.specs import metric
+from benchmark.tasks.goals import Atom
 
 
 def trace(

@@ -1,4 +1,4 @@
-"""LLaMAR's metrics computed from our traces (benchmark.metrics_llamar) on real MAP-THOR
+"""LLaMAR's metrics computed from our traces (benchmark.metrics.llamar) on real MAP-THOR
 episodes: where they agree with ours, where they must differ, and the quirks of LLaMAR's checker
 (coverage counts failed actions and matches substrings, balance leaves idle agents out, a put in
 another of the task's receptacles is credited)."""
@@ -13,8 +13,8 @@ import pytest
 from benchmark.agents import Team, make_team
 from benchmark.env import make_env
 from benchmark.env.views import TaskInfo
-from benchmark.metrics import episode_metrics
-from benchmark.metrics_llamar import llamar_metrics
+from benchmark.metrics.episode import episode_metrics
+from benchmark.metrics.llamar import llamar_metrics
 from benchmark.rollout import run_episode
 from benchmark.skill_names import OBJECT_SKILLS
 
@@ -267,7 +267,7 @@ def test_the_command_compares_a_run_directory_and_refuses_a_broken_one(
 ) -> None:
     import json
 
-    from benchmark.metrics_llamar import main
+    from benchmark.metrics.llamar import main
 
     (task, scene, team), (trace, ours, theirs) = next(iter(direct.items()))
     run = tmp_path / "run"

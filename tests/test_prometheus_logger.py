@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from baselines.rl.config import register_configs as register_train_configs
 from baselines.rl.config import train_settings
-from benchmark.metric_specs import METRICS
+from benchmark.metrics.specs import METRICS
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.config import LoggerConfig, register_configs
 from benchmark.runner.loggers import MetricLoggers

@@ -10,9 +10,9 @@ from baselines.heuristic import HeuristicTeam
 from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.env.collab_env import CollabEnv
-from benchmark.goals import holds
 from benchmark.rollout import run_episode
-from benchmark.tasks import task_registry
+from benchmark.tasks.goals import holds
+from benchmark.tasks.spec import task_registry
 from benchmark.testing import check_env
 
 REARRANGE = sorted(t.id for t in task_registry().values() if t.family == "rearrange")

@@ -11,7 +11,7 @@ import pytest
 from benchmark.agents import make_team, registered_teams
 from benchmark.env import make_env
 from benchmark.rollout import run_episode
-from benchmark.tasks import FAMILIES, task_registry
+from benchmark.tasks.spec import FAMILIES, task_registry
 
 SEEDS = range(4)
 # The benchmark's own tasks; imported suites' tasks (tasks/mapthor/) have their own tests.

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from benchmark import demo
-from benchmark.render import AGENT_COLOURS, save_gif, save_png, top_down
+from benchmark.media import demo as demo
 from benchmark.sim import Controller
+from benchmark.sim.render import AGENT_COLOURS, save_gif, save_png, top_down
 from benchmark.sim.world import HEADINGS
 
 

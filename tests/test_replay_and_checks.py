@@ -11,7 +11,7 @@ import pytest
 
 from benchmark import replay
 from benchmark.env import make_env
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 from benchmark.testing import EnvCheckError, check_env, check_observations_in_spaces, random_rollout
 
 # The benchmark's own tasks (imported suites' tasks replay in their own tests).

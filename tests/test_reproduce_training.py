@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.metrics.stats import clopper_pearson
 from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import SpecError, parse_table
 from benchmark.reproduce.training import (
@@ -21,7 +22,6 @@ from benchmark.reproduce.training import (
     save_curves,
     write_curves,
 )
-from benchmark.stats import clopper_pearson
 
 TRAINING = {
     "module": "baselines.rl.recipe",

@@ -187,7 +187,7 @@ def test_successful_only_keeps_the_teacher_episodes_it_solved_and_counts_the_res
     from baselines.rl.sft import demonstrations
     from benchmark.agents import make_team
     from benchmark.env.collab_env import CollabEnv, EnvOptions
-    from benchmark.metrics import episode_metrics
+    from benchmark.metrics.episode import episode_metrics
     from benchmark.rollout import run_episode
 
     tasks = ["switch_off_bedroom_v0", "switch_off_kitchen_v0"]

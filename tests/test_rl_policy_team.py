@@ -26,10 +26,10 @@ from benchmark.agents import make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.replay import replay
 from benchmark.llm.base import Sampling
+from benchmark.metrics.stats import clopper_pearson
 from benchmark.paths import CONFIGS_DIR, REPO_ROOT
 from benchmark.rollout import run_episode
 from benchmark.runner.config import register_configs
-from benchmark.stats import clopper_pearson
 
 TASK = "transport_apple_fridge_v0"
 TEAM = "baselines.rl.policy_team:PolicyTeam"

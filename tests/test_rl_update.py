@@ -21,7 +21,7 @@ from baselines.rl.samples import Sample, collate
 from baselines.rl.trainer import Trainer
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.runner.config import LoggerConfig
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 
 # (group, unit, return) per sample; sample k generates 2 + k tokens, which identifies its row
 # in whatever order the minibatch takes. Group 0: units 0, 1, 2 with returns 1, 0, 0.5 and 3, 1

@@ -16,7 +16,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from benchmark.metric_specs import at_level
+from benchmark.metrics.specs import at_level
 from benchmark.paths import CONFIGS_DIR, REPO_ROOT
 from benchmark.results.references import with_reference
 from benchmark.runner.app import build_jobs, run

@@ -16,7 +16,7 @@ from rich.console import Console
 from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.env.replay import replay
-from benchmark.metrics import BLOCKED_BY_AGENT, episode_metrics
+from benchmark.metrics.episode import BLOCKED_BY_AGENT, episode_metrics
 from benchmark.paths import CONFIGS_DIR
 from benchmark.rollout import run_episode
 from benchmark.runner.app import build_jobs, run

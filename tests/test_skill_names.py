@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from baselines.llm_agents import extract_action
-from benchmark.decompose import validate
 from benchmark.env import make_env
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.sim.actions import ACTIONS
@@ -20,6 +19,7 @@ from benchmark.skill_names import (
     SKILLS,
     TARGETED_SKILLS,
 )
+from benchmark.tasks.decompose import validate
 
 APPLE = "Apple|-00.47|+01.15|+00.48"
 

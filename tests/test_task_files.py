@@ -17,7 +17,7 @@ from benchmark.paths import CONFIGS_DIR
 from benchmark.rollout import run_episode
 from benchmark.runner.app import build_jobs, run
 from benchmark.runner.config import register_configs
-from benchmark.tasks import TaskSpecError, task_registry
+from benchmark.tasks.spec import TaskSpecError, task_registry
 
 register_configs()
 TOMATOES = {

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from benchmark.env import make_env
-from benchmark.episode import make_episode
-from benchmark.goals import holds
 from benchmark.sim import Controller
-from benchmark.tasks import TaskSpecError, load_task_file, task_registry
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.goals import holds
+from benchmark.tasks.spec import TaskSpecError, load_task_file, task_registry
 
 # MAP-THOR's bread/lettuce/tomato pre-initialisation of FloorPlan2: the lettuce, recorded in
 # the fridge, is put on a countertop.

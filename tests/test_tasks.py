@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from benchmark.env import make_env
-from benchmark.goals import GoalError, parse_clause
-from benchmark.tasks import FAMILIES, TaskSpecError, load_task, load_task_file, task_registry
+from benchmark.tasks.goals import GoalError, parse_clause
+from benchmark.tasks.spec import FAMILIES, TaskSpecError, load_task, load_task_file, task_registry
 
 GOOD = {
     "id": "transport_demo_v0",

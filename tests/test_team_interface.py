@@ -115,7 +115,7 @@ def _obs(tick: int, visible: list[dict], success: bool = True, failure: dict | N
 
 def test_the_heuristic_never_repeats_an_action_that_cannot_work() -> None:
     from baselines.heuristic import HeuristicAgent
-    from benchmark.goals import parse_clause
+    from benchmark.tasks.goals import parse_clause
 
     apple = "Apple|-00.47|+01.15|+00.48"
     seen = [{"objectId": apple, "objectType": "Apple", "state": "", "in": ""}]

@@ -12,10 +12,10 @@ import pytest
 from benchmark.agents import make_team
 from benchmark.env import make_env, replay
 from benchmark.env.trace import TRACE_FORMAT, atom_record
-from benchmark.goals import Atom
-from benchmark.metrics import episode_metrics
+from benchmark.media.viewer import write_episode_media
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.viewer import write_episode_media
+from benchmark.tasks.goals import Atom
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ Every step is read off the true state at each decision.
 
 from __future__ import annotations
 
-from benchmark.goals import Atom, holds_for, matches
 from benchmark.sim.scene import GRID_SIZE
 from benchmark.sim.world import World
+from benchmark.tasks.goals import Atom, holds_for, matches
 
 
 class Mover:

@@ -18,9 +18,9 @@ from baselines.goal_routes import (
     washing_basins,
 )
 from baselines.oracle.moving import Mover
-from benchmark.goals import Atom
 from benchmark.sim.arrange import reachable_by_sight
 from benchmark.sim.state_changes import basin_of, heat_is_on
+from benchmark.tasks.goals import Atom
 
 
 class Recipes(Mover):

@@ -25,8 +25,8 @@ from baselines.oracle.recipes import Recipes
 from benchmark.agents import Team
 from benchmark.env.skills import SkillFailure
 from benchmark.env.views import PrivilegedView, TaskInfo
-from benchmark.goals import Atom, matches
 from benchmark.sim.world import World
+from benchmark.tasks.goals import Atom, matches
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
 GIVE_UP_AFTER = 4

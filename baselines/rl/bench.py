@@ -51,7 +51,7 @@ from baselines.rl.samples import Batch, Sample, collate, per_unit
 from baselines.rl.trainer import Trainer
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.runner.config import LoggerConfig
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 
 TRL_MISSING = (
     "baselines.rl.bench compares against TRL, an optional dependency: install the bench "

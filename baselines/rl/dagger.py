@@ -29,7 +29,7 @@ from baselines.rl.llm_demos import played_env, teacher_reply
 from benchmark.agents import Team, make_team
 from benchmark.env.views import TaskInfo
 from benchmark.llm.batching import run_batched
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
 
 

@@ -30,9 +30,9 @@ from baselines.rl.config import TrainConfig
 from baselines.rl.policy import resolve_model_dir
 from baselines.rl.policy_team import check_adapter
 from benchmark.paths import CONFIGS_DIR
+from benchmark.results.summary import RUN_METRICS, SUMMARY_METRICS
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs
-from benchmark.results.summary import RUN_METRICS, SUMMARY_METRICS
 
 
 def training_config(path: str | Path | None = None) -> DictConfig:

@@ -4,7 +4,7 @@ The decision logic alone, plain Python (no torch), so that any trainer can use i
 update the trainer reports the measured KL of its policy to the reference policy
 (:meth:`KLGuard.check_step`), after each held-out evaluation the collaboration index
 (:meth:`KLGuard.check_eval`): here the task rate TR, ``eval/task/TR``, the fraction of the
-task's checklist atoms satisfied at the end (``benchmark/metric_specs.py``). The guard answers
+task's checklist atoms satisfied at the end (``benchmark/metrics/specs.py``). The guard answers
 with a :class:`Decision`:
 
 - ``pass``: the KL is at most ``max_kl`` and the index has not dropped by more than

@@ -30,7 +30,7 @@ from baselines.llm_agents import read_decision
 from baselines.rl.llm_demos import AgentsDemonstrator, played_env
 from benchmark.agents import make_team
 from benchmark.llm.base import Constraint, Sampling
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.skill_names import SKILLS
 

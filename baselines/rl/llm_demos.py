@@ -12,7 +12,7 @@ counted.
 ``llm_planner`` (teacher ``oracle``): the oracle plays with full observability; its successful
 interactions (``pickup``, ``put``, ``open``... in the order they happened, at most
 ``max_subtasks``, each after the same agent's previous one) are the plan, and the prompt is the
-planner's (:func:`~benchmark.decompose.build_prompt`) over the objects the team saw during the
+planner's (:func:`~benchmark.tasks.decompose.build_prompt`) over the objects the team saw during the
 episode, in the order it saw them: the plan an informed planner should write. The target passes
 the plan schema the planner decodes under.
 
@@ -29,11 +29,11 @@ from baselines.gold_planner import PlanRecorder
 from baselines.llm_agents import LLMAgentsTeam, read_decision
 from baselines.llm_support import load_prompt
 from benchmark.agents import Team, make_team
-from benchmark.decompose import build_prompt, validate
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
+from benchmark.tasks.decompose import build_prompt, validate
 
 FORMATS = {"llm_agents": "heuristic", "llm_planner": "oracle"}  # format -> its teacher
 

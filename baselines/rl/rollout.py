@@ -21,9 +21,9 @@ from baselines.rl.llm_teams import LLM_TEAMS, training_team
 from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.llm.batching import run_batched
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.tasks import AMBIGUITY_LEVELS
+from benchmark.tasks.spec import AMBIGUITY_LEVELS
 
 TEAMS = ("policy", *LLM_TEAMS)
 

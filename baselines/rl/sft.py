@@ -26,13 +26,13 @@ from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.skill_names import SKILLS
-from benchmark.tasks import task_registry
+from benchmark.tasks.spec import task_registry
 
 if TYPE_CHECKING:
-    from benchmark.decompose import Decomposition
+    from benchmark.tasks.decompose import Decomposition
 
 TEACHERS = ("heuristic", "oracle")
 

@@ -53,7 +53,7 @@ from baselines.rl.agent_view import AgentView
 from baselines.rl.policy import encode_prompt
 from baselines.verl.hub import HubError, ray_hub
 from baselines.verl.rows import AGENT_NAME, EpisodeRow
-from benchmark.tasks import AMBIGUITY_LEVELS
+from benchmark.tasks.spec import AMBIGUITY_LEVELS
 
 POLICY_ID = "shared"  # every agent is the one policy verl trains (identity is in the prompt)
 

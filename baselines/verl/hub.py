@@ -30,8 +30,8 @@ from typing import Any
 
 from baselines.verl.rows import EpisodeRow
 from benchmark.env import CollabEnv, EnvOptions
-from benchmark.metric_specs import at_level
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
+from benchmark.metrics.specs import at_level
 
 # Every per-episode metric under its logger key, the same keys in every result (None -> NaN).
 METRIC_KEYS = tuple(m.key for m in at_level("episode"))

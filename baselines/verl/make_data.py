@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from baselines.verl.rows import AGENT_NAME, EpisodeRow, check_batches
-from benchmark.episode import make_episode
-from benchmark.tasks import resolve_task
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.spec import resolve_task
 
 
 def parse_seeds(text: str, option: str) -> list[int]:

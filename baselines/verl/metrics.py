@@ -2,7 +2,7 @@
 
 Every sample of the ``collab_bench`` agent loop carries its episode's metrics in
 ``extra_fields["reward_extra_info"]``, with the same keys on every sample: the per-episode metrics
-of :mod:`benchmark.metric_specs` under their ``<namespace>/<name>`` keys (``task/SR``,
+of :mod:`benchmark.metrics.specs` under their ``<namespace>/<name>`` keys (``task/SR``,
 ``task/TR``, ``collab/B``, ``collab/redundancy``, ``comm/messages``, ``comm/influence_rate``, ...;
 NaN where a metric is undefined for the episode), plus ``comm/messages_per_decision``.
 verl's validation turns them into ``val-aux/collab_bench/<key>/mean@N`` (per agent row). For

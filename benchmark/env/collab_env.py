@@ -29,10 +29,10 @@ from benchmark.env.skills import Skill
 from benchmark.env.trace import TraceRecorder
 from benchmark.env.traffic import joint_lifts, right_of_way, step_aside
 from benchmark.env.views import PrivilegedView, TaskInfo, task_info
-from benchmark.episode import Episode, check_episode_args, make_episode
-from benchmark.goals import holds
 from benchmark.sim.world import ActionResult, World
-from benchmark.tasks import TaskRef, resolve_task
+from benchmark.tasks.episode import Episode, check_episode_args, make_episode
+from benchmark.tasks.goals import holds
+from benchmark.tasks.spec import TaskRef, resolve_task
 
 TickHook = Callable[[World], None]
 
@@ -332,7 +332,7 @@ class CollabEnv(ParallelEnv):
         )
 
     def render(self):
-        from benchmark.render import top_down
+        from benchmark.sim.render import top_down
 
         self._require_episode("render")
         return top_down(self.world)
@@ -345,10 +345,10 @@ def make_env(
     task: TaskRef, scene: str | None = None, n_agents: int = 2, seed: int = 0, **options: Any
 ) -> CollabEnv:
     """A :class:`CollabEnv` for ``task``: a registered id, a spec, or the path of a task file
-    (``.yaml``, anywhere; see :func:`benchmark.tasks.resolve_task`). ``scene=None`` picks one by
-    seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise ValueError. As
-    PettingZoo has it, the episode starts at ``env.reset(seed=...)`` (``seed`` here is the one
-    a reset without a seed uses), not here."""
+    (``.yaml``, anywhere; see :func:`benchmark.tasks.spec.resolve_task`). ``scene=None``
+    picks one by seed. Keyword options are :class:`EnvOptions` fields; unknown ones raise
+    ValueError. As PettingZoo has it, the episode starts at ``env.reset(seed=...)`` (``seed``
+    here is the one a reset without a seed uses), not here."""
     return CollabEnv(
         task, scene=scene, n_agents=n_agents, seed=seed, options=EnvOptions().updated(**options)
     )

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from benchmark.goals import HOME
 from benchmark.sim.world import World
-from benchmark.tasks import TaskSpec
+from benchmark.tasks.goals import HOME
+from benchmark.tasks.spec import TaskSpec
 
 
 def shows_homes(task: TaskSpec) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from benchmark.env.collab_env import CollabEnv, make_env
 from benchmark.env.options import EnvOptions
 from benchmark.env.trace import atom_record
-from benchmark.tasks import load_task_file
+from benchmark.tasks.spec import load_task_file
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
     """A fresh environment reset to the traced episode's initial state.
 
     A task from outside the registry is rebuilt from the file the trace records, which must
-    still hash to the recorded SHA-256 (else :class:`~benchmark.tasks.TaskSpecError`).
+    still hash to the recorded SHA-256 (else :class:`~benchmark.tasks.spec.TaskSpecError`).
     """
     cfg = trace["config"]
     options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}

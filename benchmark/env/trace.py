@@ -19,11 +19,11 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from benchmark.env.messaging import Message
-from benchmark.episode import Episode
 from benchmark.formats import TRACE_FORMAT
-from benchmark.goals import Atom
 from benchmark.sim.scene_build import SCENE_FORMAT
-from benchmark.tasks import task_source
+from benchmark.tasks.episode import Episode
+from benchmark.tasks.goals import Atom
+from benchmark.tasks.spec import task_source
 from benchmark.version import __version__
 
 

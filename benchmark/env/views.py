@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from benchmark.env.options import EnvOptions
-from benchmark.goals import Atom
 from benchmark.sim.world import World, snapshot
-from benchmark.tasks import TaskSpec
+from benchmark.tasks.goals import Atom
+from benchmark.tasks.spec import TaskSpec
 
 
 class PrivilegedView:

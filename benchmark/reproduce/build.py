@@ -21,8 +21,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from benchmark.metric_specs import BY_NAME
-from benchmark.metrics import run_metrics
+from benchmark.metrics.episode import run_metrics
+from benchmark.metrics.specs import BY_NAME
 from benchmark.reproduce.sources import Row, RunData
 from benchmark.reproduce.spec import TableSpec
 from benchmark.results.references import with_reference

@@ -35,7 +35,7 @@ wrote (``from`` instead of ``overrides``) and plots the training runs' held-out 
 
 Row fields are those of the episode rows (``baseline`` being the run's label) plus ``level``
 (``all`` or the task's source-suite level) and ``family`` (a family or ``all``). Columns are
-declared metrics (:mod:`benchmark.metric_specs`: their own interval method and range) or
+declared metrics (:mod:`benchmark.metrics.specs`: their own interval method and range) or
 numeric row fields (Student-t interval).
 """
 
@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.metric_specs import BY_NAME
+from benchmark.metrics.specs import BY_NAME
 from benchmark.paths import CONFIGS_DIR
 
 TABLES_DIR = CONFIGS_DIR / "paper"

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmark.metric_specs import BY_NAME
+from benchmark.metrics.specs import BY_NAME
 from benchmark.reproduce.render import outside_legend, series_colour
 from benchmark.reproduce.sources import SourceError
 from benchmark.reproduce.spec import TableSpec, TrainingSpec

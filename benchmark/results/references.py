@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from benchmark.metrics import add_reference_metrics
+from benchmark.metrics.episode import add_reference_metrics
 
 Row = dict[str, Any]
 

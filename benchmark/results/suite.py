@@ -20,7 +20,7 @@ import yaml
 
 from benchmark.paths import CONFIGS_DIR
 from benchmark.results.challenge import Challenge
-from benchmark.tasks import is_task_path
+from benchmark.tasks.spec import is_task_path
 
 SUITES_DIR = CONFIGS_DIR / "suite"
 

@@ -7,7 +7,7 @@ same records as before, with no ``level``.
 
 Each metric's interval method (Clopper-Pearson for SR, Student-t for the others), the range its
 interval is clipped to, and whether summary.md shows it come from its declaration in
-:mod:`benchmark.metric_specs`. Rows are grouped by baseline, communication setting and team
+:mod:`benchmark.metrics.specs`. Rows are grouped by baseline, communication setting and team
 size. Speedup, parallel efficiency and EI join each row with its one-agent reference
 (:mod:`benchmark.results.references`). A run with several team sizes (``n_agents=[1,2,4,8]``)
 also gets a scaling table in summary.md: SR, L, speedup, parallel efficiency, EI, balance and
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.metric_specs import METRICS, MetricSpec, at_level, metric
-from benchmark.metrics import run_metrics
+from benchmark.metrics.episode import run_metrics
+from benchmark.metrics.specs import METRICS, MetricSpec, at_level, metric
+from benchmark.metrics.stats import clopper_pearson, t_interval
 from benchmark.results.references import with_reference
-from benchmark.stats import clopper_pearson, t_interval
 
 # Per-episode metrics, the reference ones included, in declaration order: one cell each.
 SUMMARY_METRICS = tuple(m.name for m in at_level("episode", "reference"))

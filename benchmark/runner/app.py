@@ -26,7 +26,7 @@ from benchmark.runner.config import RunConfig
 from benchmark.runner.execute import ray_tmpdir, run_inline, run_on_ray
 from benchmark.runner.jobs import Job
 from benchmark.runner.loggers import MetricLoggers
-from benchmark.tasks import resolve_task, task_source
+from benchmark.tasks.spec import resolve_task, task_source
 
 
 def _as_list(value: Any) -> list[Any] | None:
@@ -251,7 +251,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                 for ready in join.add(row):
                     loggers.log_episode(ready)
                 if cfg.replay and result["trace"] is not None:
-                    from benchmark.viewer import write_episode_media
+                    from benchmark.media.viewer import write_episode_media
 
                     write_episode_media(
                         result["trace"], rundir.media / row["key"].replace("/", "__")

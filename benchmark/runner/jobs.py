@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmark.agents import make_team
-from benchmark.decompose import quality
 from benchmark.env import make_env
 from benchmark.llm.batching import run_batched
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.results.suite import episode_key
 from benchmark.rollout import run_episode
-from benchmark.tasks import TaskSpec, load_task, load_task_file
+from benchmark.tasks.decompose import quality
+from benchmark.tasks.spec import TaskSpec, load_task, load_task_file
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Where per-episode metrics go besides the run directory: console, W&B, TensorBoard, Prometheus.
 
-Every per-episode metric declared in :mod:`benchmark.metric_specs`, the reference ones
+Every per-episode metric declared in :mod:`benchmark.metrics.specs`, the reference ones
 (speedup, parallel efficiency, EI) included, is logged under its namespaced key
 (``task/SR``, ``collab/speedup``, ``comm/messages``); a metric without a value in a row (None:
 undefined for that episode) is left out of that row. Prometheus serves them as live gauges
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmark.metric_specs import at_level
+from benchmark.metrics.specs import at_level
 from benchmark.runner.prometheus import EPISODE_LABELS, PrometheusLogger
 
 # Metric name -> its namespace, for every metric a result row can carry.

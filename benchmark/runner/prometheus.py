@@ -30,7 +30,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import CollectorRegistry, Gauge, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from benchmark.metric_specs import BY_NAME
+from benchmark.metrics.specs import BY_NAME
 
 log = logging.getLogger(__name__)
 PREFIX = "collab_bench"

@@ -164,7 +164,7 @@ class Event:
     @property
     def frame(self) -> Any:
         raise AttributeError(
-            "the embedded simulator renders no egocentric frames; use benchmark.render for "
+            "the embedded simulator renders no egocentric frames; use benchmark.sim.render for "
             "top-down maps, or benchmark.sim.thor for the Unity build"
         )
 

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from benchmark.viewer import checklist_states
+from benchmark.media.viewer import checklist_states
 
 EPISODES_PER_PAGE = 25
 TICK_LINKS = 24  # evenly spaced tick links on a replay page, besides the notable ticks

@@ -29,8 +29,8 @@ from baselines.verl.hub import METRIC_KEYS, EpisodeHub, ray_hub
 from baselines.verl.metrics import batch_metrics
 from baselines.verl.rows import EpisodeRow
 from benchmark.env.replay import env_from_trace
-from benchmark.episode import make_episode
-from benchmark.tasks import resolve_task
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.spec import resolve_task
 
 N_COPIES = 2  # rollout.n
 MAX_TOKENS = 6

@@ -17,8 +17,8 @@ import ray
 
 from baselines.verl.hub import EpisodeHub, HubError, ray_hub
 from baselines.verl.rows import EpisodeRow
-from benchmark.episode import make_episode
-from benchmark.tasks import resolve_task
+from benchmark.tasks.episode import make_episode
+from benchmark.tasks.spec import resolve_task
 
 
 @ray.remote(num_cpus=0)

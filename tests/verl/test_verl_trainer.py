@@ -27,7 +27,7 @@ from baselines.verl.hub import ray_hub
 from baselines.verl.make_data import main as make_data
 from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY, PPO_KL_KEY
 from baselines.verl.trainer import collab_metrics
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 
 N = 2  # rollout.n
 HUB = "test_trainer_hub"

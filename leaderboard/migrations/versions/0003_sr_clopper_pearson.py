@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from benchmark.stats import clopper_pearson
+from benchmark.metrics.stats import clopper_pearson
 
 revision = "0003"
 down_revision = "0002"

@@ -21,11 +21,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchmark.goals import Atom
 from benchmark.llm.base import LLM, Chat, Constraint, ConstraintError, Sampling
-from benchmark.metrics import balance
+from benchmark.metrics.episode import balance
 from benchmark.sim.catalog import type_of_id
 from benchmark.skill_names import PLAN_SKILLS
+from benchmark.tasks.goals import Atom
 
 
 @dataclass(frozen=True)
@@ -348,7 +348,7 @@ def quality(
 ) -> dict[str, float | None]:
     """Validity (valid / proposed subtasks; 0 when the reply proposed none), atom coverage
     (atoms whose object or target a subtask acts on), parallelism (critical path / subtasks:
-    lower is more parallel) and assignment balance (:func:`benchmark.metrics.balance` of the
+    lower is more parallel) and assignment balance (:func:`benchmark.metrics.episode.balance` of the
     subtasks per agent). A plan without subtasks has no shape: its parallelism and balance are
     None (left out of means), not the values of a serial or one-sided plan."""
     n = len(plan.subtasks)

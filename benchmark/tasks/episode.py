@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmark.goal_rules import check_clause
-from benchmark.goals import HOME, Atom, GoalError, ground_clauses, holds
 from benchmark.sim import Controller
 from benchmark.sim.arrange import (
     place_at_points,
@@ -23,7 +21,9 @@ from benchmark.sim.arrange import (
     switch_on,
 )
 from benchmark.sim.world import World
-from benchmark.tasks import TaskSpec
+from benchmark.tasks.goal_rules import check_clause
+from benchmark.tasks.goals import HOME, Atom, GoalError, ground_clauses, holds
+from benchmark.tasks.spec import TaskSpec
 
 MAX_LAYOUT_TRIES = 8
 
@@ -70,7 +70,7 @@ def pick_scene(task: TaskSpec, seed: int, split: str | None = None) -> str:
 
 
 def _arrange(task: TaskSpec, world: World, rng: np.random.Generator) -> None:
-    """Apply the task's set-up in the order :class:`~benchmark.tasks.Setup` documents."""
+    """Apply the task's set-up in the order :class:`~benchmark.tasks.spec.Setup` documents."""
     setup = task.setup
     if setup.randomize:
         randomize(world, rng)
@@ -126,7 +126,7 @@ def make_episode(
 ) -> Episode:
     """Build the episode. With ``scene=None`` the scene is chosen by seed among the eligible
     ones, moving on to the next if the goal cannot be grounded in it (nothing reachable to act
-    on) or can never be satisfied there (:func:`benchmark.goal_rules.check_clause`); errors
+    on) or can never be satisfied there (:func:`benchmark.tasks.goal_rules.check_clause`); errors
     name the task file, the clause and the rule. ``strict_agents=False`` allows agent counts
     outside the task's range (for showing, e.g., that a heavy-lift task cannot be done
     alone)."""

@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.formats import TRACE_FORMAT
-from benchmark.metrics import episode_metrics
+from benchmark.metrics.episode import episode_metrics
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.failures import Failure
 from benchmark.sim.scene import object_type_counts

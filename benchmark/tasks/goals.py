@@ -16,7 +16,7 @@ Subjects may be types that exist only after an action (``TomatoSliced``, ``EggCr
 ``scenes/derived_objects.yaml``). ``any`` and ``count>=k`` count the objects of the type that
 exist whenever the atom is checked, so pieces made during the episode count; ``all`` over such
 a type is rejected, since none of its objects exists when the episode starts. Which clauses the
-simulator's rules can satisfy is decided in :mod:`benchmark.goal_rules`.
+simulator's rules can satisfy is decided in :mod:`benchmark.tasks.goal_rules`.
 
 >>> parse_clause("all: inside(Apple, Fridge)")
 Clause(quantifier='all', count=0, predicate='inside', subject='Apple', target='Fridge', value=True)
@@ -191,7 +191,8 @@ def ground_clauses(
     receptacles; ``reachable`` tells whether an agent can ever see an object (objects nobody
     can reach are left out of ``all`` clauses, and a type-level target needs one reachable
     instance). ``any`` and ``count>=k`` clauses ground to type-level atoms whatever the scene
-    holds now; whether enough objects can satisfy them is :mod:`benchmark.goal_rules`' concern.
+    holds now; whether enough objects can satisfy them is
+    :mod:`benchmark.tasks.goal_rules`' concern.
 
     An ``all`` clause over a type the scene holds no object of holds vacuously: it grounds
     to no atom, and its target need not exist.

@@ -3,7 +3,7 @@
 A file ``tasks/transport/transport_produce_fridge_v0.yaml`` defines the task
 ``transport_produce_fridge_v0``. A malformed file is rejected with a :class:`TaskSpecError`
 naming the file, the field and what was expected; so is a goal clause the simulator's rules
-can never satisfy (see :mod:`benchmark.goal_rules`). Adding a task needs no code change.
+can never satisfy (see :mod:`benchmark.tasks.goal_rules`). Adding a task needs no code change.
 
 A task file outside ``tasks/`` can be used by its path (:func:`resolve_task`); it is then
 identified by that path and the SHA-256 of its content (:func:`task_source`), which traces
@@ -23,15 +23,20 @@ from typing import Any
 
 import yaml
 
-from benchmark.goal_rules import clause_needs, clause_problem, setup_problem, vacuous_when_absent
-from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.paths import TASKS_DIR
 from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
 from benchmark.sim.initialize import MAX_AGENTS
 from benchmark.sim.scene import object_type_counts
 from benchmark.skill_names import SKILLS
-from benchmark.task_parts import (
+from benchmark.tasks.goal_rules import (
+    clause_needs,
+    clause_problem,
+    setup_problem,
+    vacuous_when_absent,
+)
+from benchmark.tasks.goals import Clause, GoalError, parse_clause
+from benchmark.tasks.parts import (
     PartError,
     Placement,
     Source,

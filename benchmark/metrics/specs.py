@@ -1,15 +1,15 @@
 """The declared metrics: name, namespace, range, definition and level of every metric.
 
-This is the one list of metrics. :mod:`benchmark.metrics` computes them,
+This is the one list of metrics. :mod:`benchmark.metrics.episode` computes them,
 and everything that names metrics derives from here: the logger keys (``<namespace>/<name>``),
 the summary's columns, its interval method and the clipping of its intervals to each range.
 
 Levels:
 
-* ``episode``: computed from one trace (:func:`benchmark.metrics.episode_metrics`);
+* ``episode``: computed from one trace (:func:`benchmark.metrics.episode.episode_metrics`);
 * ``reference``: computed from one episode and the one-agent reference run of the same baseline,
-  task, scene, seed and comm setting (:func:`benchmark.metrics.add_reference_metrics`);
-* ``run``: computed over a run's episodes (:func:`benchmark.metrics.specialisation`).
+  task, scene, seed and comm setting (:func:`benchmark.metrics.episode.add_reference_metrics`);
+* ``run``: computed over a run's episodes (:func:`benchmark.metrics.episode.specialisation`).
 """
 
 from __future__ import annotations

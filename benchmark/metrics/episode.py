@@ -1,6 +1,6 @@
 """Task and emergent-collaboration metrics, computed from episode traces.
 
-Every metric's name, namespace, range and level is declared in :mod:`benchmark.metric_specs`;
+Every metric's name, namespace, range and level is declared in :mod:`benchmark.metrics.specs`;
 this module holds the formulas.
 
 Per episode (:func:`episode_metrics`), with s_i the checklist atoms credited to agent i (atoms
@@ -42,7 +42,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from benchmark.formats import TRACE_FORMAT
-from benchmark.metric_specs import at_level
+from benchmark.metrics.specs import at_level
 from benchmark.skill_names import OBJECT_SKILLS, SKILL_OF_PRIMITIVE
 
 METRIC_NAMES = tuple(m.name for m in at_level("episode"))
@@ -175,7 +175,7 @@ def interference(trace: dict[str, Any]) -> tuple[int, int]:
 
 
 def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
-    """Every per-episode metric of one trace, under its name in :mod:`benchmark.metric_specs`."""
+    """Every per-episode metric of one trace, under its name in :mod:`benchmark.metrics.specs`."""
     final = trace["final"]
     satisfied = final["satisfied"]
     n_atoms = len(satisfied)

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from benchmark.goal_rules import clause_problem
-from benchmark.goals import Clause, GoalError, parse_clause
 from benchmark.sim.catalog import normalize_scene
 from benchmark.sim.scene_cache import ensure_scene_assets
+from benchmark.tasks.goal_rules import clause_problem
+from benchmark.tasks.goals import Clause, GoalError, parse_clause
 
 SOURCE_LEVELS = (1, 2, 3, 4)  # MAP-THOR's ambiguity levels (explicit ... implicit)
 _SUITE = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -1,4 +1,4 @@
-"""A scripted two-agent episode on the embedded simulator: ``python -m benchmark.demo``.
+"""A scripted two-agent episode on the embedded simulator: ``python -m benchmark.media.demo``.
 
 In FloorPlan1, agent 0 walks to the fridge and opens it while agent 1 fetches the apple; then
 agent 1 puts the apple in the fridge. Both act in the same ticks through ``multi_step``. The
@@ -11,9 +11,9 @@ import argparse
 from collections import deque
 from pathlib import Path
 
-from benchmark.render import save_png
 from benchmark.sim import Controller
 from benchmark.sim.planning import interaction_poses, shortest_path, step_towards
+from benchmark.sim.render import save_png
 from benchmark.sim.world import World
 
 

@@ -1,7 +1,7 @@
 """Top-down maps of the embedded simulator: a PNG of one state, a GIF of an episode.
 
 >>> from benchmark.sim import Controller
->>> from benchmark.render import top_down
+>>> from benchmark.sim.render import top_down
 >>> image = top_down(Controller(scene="FloorPlan1", agentCount=2).world)
 """
 

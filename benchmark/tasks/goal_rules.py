@@ -30,11 +30,11 @@ import json
 from collections.abc import Callable
 from functools import cache
 
-from benchmark.goals import HOME, Atom, Clause, GoalError, holds_for, matches
 from benchmark.sim.catalog import ithor_scenes, type_of_id
 from benchmark.sim.facts import Derivation, ObjectFacts, object_facts
 from benchmark.sim.scene_cache import ensure_scene_assets
 from benchmark.sim.world import World
+from benchmark.tasks.goals import HOME, Atom, Clause, GoalError, holds_for, matches
 
 # ObjectSpec field -> the recorded metadata key it comes from.
 CAPABILITIES = {
@@ -132,7 +132,7 @@ def setup_problem(key: str, kind: str) -> str | None:
 
 def vacuous_when_absent(clause: Clause) -> bool:
     """Whether the clause grounds to no atom, and so holds, in a scene without its subject:
-    an ``all`` clause over a type (see :func:`benchmark.goals.ground_clauses`)."""
+    an ``all`` clause over a type (see :func:`benchmark.tasks.goals.ground_clauses`)."""
     return clause.quantifier == "all" and "|" not in clause.subject
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmark.env.replay import env_from_trace
-from benchmark.render import top_down
+from benchmark.sim.render import top_down
 from benchmark.sim.world import World
 
 Drawn = TypeVar("Drawn")
