@@ -14,7 +14,7 @@ same inputs (the agent's observations, the messages it receives and its own acti
     Heard: agent_1: claim Apple
 
 An object the goal needs (what it is about, where it wants things, the appliances and tools it
-needs: :class:`~baselines.heuristic_goals.GoalReader`) is listed wherever it is, with the
+needs: :class:`~baselines.heuristic.goals.GoalReader`) is listed wherever it is, with the
 receptacle it belongs in when a rearrangement says (seen ``belongs`` fields, teammates'
 ``home`` messages); a closed
 container is listed as not searched until the agent opened it or a teammate said ``searched``
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from baselines.handles import Handles
-from baselines.heuristic import CLAIM_TTL, CONTAINERS, SURFACES
-from baselines.heuristic_goals import GoalReader
+from baselines.heuristic.goals import GoalReader
+from baselines.heuristic.team import CLAIM_TTL, CONTAINERS, SURFACES
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import object_facts
 

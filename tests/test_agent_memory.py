@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.handles import Handles
-from baselines.heuristic import CLAIM_TTL
+from baselines.heuristic.team import CLAIM_TTL
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.memory import AgentMemory
 from baselines.rl.view_check import check_views

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from baselines.heuristic_goals import about
+from baselines.heuristic.goals import about
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import ObjectFacts
 from benchmark.tasks.goals import HOME, Clause

@@ -4,13 +4,13 @@ Each agent sees only its own observations and the messages it receives. It reads
 goal clauses (public task information), remembers what it has seen, and:
 
 * works on goal objects it knows about, announcing ``claim <id>`` so that others leave them alone,
-  for every predicate of the goal language (:mod:`baselines.heuristic_goals`): fetches them to
+  for every predicate of the goal language (:mod:`baselines.heuristic.goals`): fetches them to
   their receptacle or out of it, switches, opens or closes them, slices them with a knife it
   fetches first, cooks them in a heat source, washes or fills them under a running faucet,
   brews coffee; a goal on objects that only slicing makes (``inside(TomatoSliced, Plate)``)
   starts by slicing their source; an ``any``/``count>=k`` clause is left alone once it has
   seen enough objects satisfy it;
-* lifts a heavy object with one partner (:mod:`baselines.heuristic_lift`): a ``pickup``
+* lifts a heavy object with one partner (:mod:`baselines.heuristic.lift`): a ``pickup``
   refused as ``too_heavy`` makes it ask ``help lift <id>``; a teammate with free hands answers
   ``coming <id>`` (one answer per object, the lower index wins), both say ``ready <id>`` once
   they see it and lift every tick until the lifts meet; whichever of the two holds it then
@@ -19,7 +19,7 @@ goal clauses (public task information), remembers what it has seen, and:
   ``belongs`` field of the receptacles it sees or from a teammate's ``home <id> in
   <receptacleId>``, tells the others each home it sees once, and carries the objects it knows
   to be away back home; when a few observations in a row show nothing new it goes to look at
-  the receptacles that could hold one (:mod:`baselines.heuristic_homes`);
+  the receptacles that could hold one (:mod:`baselines.heuristic.homes`);
 * reports discoveries, ``found <id> in <receptacleId>``, and searched containers,
   ``searched <id>``, so that nobody opens the same drawer twice;
 * otherwise opens closed containers it has not searched (in rearrangement also any closed
@@ -44,9 +44,9 @@ from collections import deque
 from typing import Any
 
 from baselines.goal_routes import no_route, unpursuable
-from baselines.heuristic_goals import CARRIED, GoalReader, about, names, places, satisfied, verb
-from baselines.heuristic_homes import Homes
-from baselines.heuristic_lift import LiftCrew
+from baselines.heuristic.goals import CARRIED, GoalReader, about, names, places, satisfied, verb
+from baselines.heuristic.homes import Homes
+from baselines.heuristic.lift import LiftCrew
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.sim.catalog import type_of_id as _type
@@ -189,7 +189,7 @@ class HeuristicAgent:
         return done >= max(1, c.count)
 
     def _todo(self, holding: str) -> list[tuple[Clause, str, str]]:
-        """(clause, object, verb) it could work on (verbs: :mod:`baselines.heuristic_goals`).
+        """(clause, object, verb) it could work on (verbs: :mod:`baselines.heuristic.goals`).
         Without a known piece to take, a goal on pieces (TomatoSliced) slices a known source.
         Raises UnpursuableGoal on an ``all`` clause's object whose state no skill brings
         about."""

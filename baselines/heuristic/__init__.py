@@ -1,0 +1,8 @@
+"""The ``heuristic`` team (``team``): decentralised scripted agents that talk, reading the goal
+language (``goals``), carrying objects home in rearrangements (``homes``) and lifting heavy
+objects with a partner (``lift``). ``baselines.heuristic:HeuristicTeam`` is its registered
+name."""
+
+from baselines.heuristic.team import HeuristicAgent, HeuristicTeam
+
+__all__ = ["HeuristicAgent", "HeuristicTeam"]
