@@ -21,7 +21,7 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor]' torch==2.13.0
 	touch $@
 
-# The bench extra (TRL, for `baselines.rl.bench`), again with torch pinned.
+# The bench extra (TRL, for `baselines.rl.recipes.bench`), again with torch pinned.
 $(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,bench]' torch==2.13.0
 	touch $@
@@ -69,7 +69,7 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench env
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
-	$(BIN)/python -m baselines.rl.bench
+	$(BIN)/python -m baselines.rl.recipes.bench
 	$(BIN)/python -m leaderboard.bench
 
 $(MUTATION_INSTALLED): pyproject.toml | $(INSTALLED)
@@ -83,12 +83,12 @@ mutation: setup $(MUTATION_INSTALLED)
 
 # The CPU learning recipe (about 2 hours): SFT, then GRPO, PPO and SPPO, report and curves.
 rl: setup
-	$(BIN)/python -m baselines.rl.recipe --out outputs/rl_recipe
+	$(BIN)/python -m baselines.rl.recipes.recipe --out outputs/rl_recipe
 
 # The embedded SmolLM2 trained for the LLM baselines (LoRA SFT, then GRPO, then a held-out
 # comparison with the base model): adapters and REPORT.md in baselines/adapters/.
 train-llm: setup
-	$(BIN)/python -m baselines.rl.llm_recipe --out outputs/llm_recipe
+	$(BIN)/python -m baselines.rl.recipes.llm_recipe --out outputs/llm_recipe
 
 clean:
 	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache

@@ -14,14 +14,14 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from baselines.rl.config import register_configs
+from baselines.rl.core.config import register_configs
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="sft")
 def main(cfg: DictConfig) -> None:
-    from baselines.rl.sft import run_sft
+    from baselines.rl.recipes.sft import run_sft
 
     run_sft(cfg, Path(cfg.output_dir))
 

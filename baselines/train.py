@@ -16,14 +16,14 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from baselines.rl.config import register_configs
+from baselines.rl.core.config import register_configs
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from baselines.rl.app import train
+    from baselines.rl.core.app import train
 
     return train(cfg)["final"].get("eval/task/SR")
 

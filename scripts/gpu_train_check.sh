@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of RL training with vLLM rollouts (baselines/rl/vllm_generator.py) on SmolLM2.
+# GPU check of RL training with vLLM rollouts (baselines/rl/core/vllm_generator.py) on SmolLM2.
 # 1. VLLMGenerator against the torch Policy on the same weights: greedy ids and logprobs, raw
 #    logprobs of sampled tokens, and a weight sync of q/v projections only (a LoRA-like subset).
 # 2. Three GRPO steps with a vLLM rollout actor; prints tokens/s and step times per step.
@@ -13,8 +13,8 @@ MODEL=$($PY -c "from benchmark.llm.smollm2 import smollm2_dir; print(smollm2_dir
 $PY - "$MODEL" <<'PYEOF'
 import json, sys
 import torch
-from baselines.rl.policy import Policy
-from baselines.rl.vllm_generator import VLLMGenerator
+from baselines.rl.core.policy import Policy
+from baselines.rl.core.vllm_generator import VLLMGenerator
 from benchmark.llm.base import Sampling
 
 policy, gen = Policy(sys.argv[1], device="cuda"), VLLMGenerator(sys.argv[1])

@@ -65,7 +65,7 @@ class Target:
 TARGETS = (
     Target("benchmark/metrics/episode.py", ("tests/test_metrics.py",)),
     Target("benchmark/env/rewards.py", ("tests/test_rewards.py", "tests/test_env.py")),
-    Target("baselines/rl/algos.py", ("tests/test_rl_algos.py",), isolation="forkserver"),
+    Target("baselines/rl/core/algos.py", ("tests/test_rl_algos.py",), isolation="forkserver"),
 )
 
 # mutmut's statuses that mean the tests did not catch a mutant, in report order.

@@ -9,7 +9,7 @@ from baselines.handles import Handles
 from baselines.heuristic.team import CLAIM_TTL
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.memory import AgentMemory
-from baselines.rl.view_check import check_views
+from baselines.rl.recipes.view_check import check_views
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.tasks.goals import parse_clause
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from baselines.rl.bench import TrainerBenchSpec, compare
+from baselines.rl.recipes.bench import TrainerBenchSpec, compare
 
 SMALL = TrainerBenchSpec(
     prompts=2, group_size=2, prompt_len=16, completion_len=4, hidden=32, layers=2, threads=1

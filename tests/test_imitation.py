@@ -12,10 +12,15 @@ from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
 from baselines.llm_agents import LLMAgentsTeam, read_decision
-from baselines.rl.config import SFTConfig
-from baselines.rl.dagger import DaggerTeam, collect
-from baselines.rl.imitation import action_of, heldout_decisions, imitation_accuracy, skill_of
-from baselines.rl.sft import keep_routine, run_sft
+from baselines.rl.core.config import SFTConfig
+from baselines.rl.recipes.dagger import DaggerTeam, collect
+from baselines.rl.recipes.imitation import (
+    action_of,
+    heldout_decisions,
+    imitation_accuracy,
+    skill_of,
+)
+from baselines.rl.recipes.sft import keep_routine, run_sft
 from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.llm.base import Generation

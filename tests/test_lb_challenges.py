@@ -12,7 +12,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from baselines.rl.config import EvalSettings
+from baselines.rl.core.config import EvalSettings
 from benchmark.env import make_env
 from benchmark.paths import CONFIGS_DIR
 from benchmark.results.challenge import Challenge

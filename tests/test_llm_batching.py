@@ -114,8 +114,8 @@ def test_a_sampled_chat_draws_the_same_tokens_alone_and_in_any_batch(tiny_model:
 
 
 def test_sampled_training_rollouts_batched_play_as_they_do_one_by_one(tiny_model: Path) -> None:
-    from baselines.rl.policy import LoraOptions, Policy
-    from baselines.rl.rollout import EpisodeSpec, RolloutSettings, RolloutWorker
+    from baselines.rl.core.policy import LoraOptions, Policy
+    from baselines.rl.core.rollout import EpisodeSpec, RolloutSettings, RolloutWorker
 
     policy = Policy(tiny_model, lora=LoraOptions(r=4, alpha=8))
     specs = [

@@ -46,7 +46,7 @@ def test_weights_on_the_q4_grid_are_recovered_exactly_and_computed_to_bf16_resol
 def test_an_int4_backend_generates_and_keeps_an_adapter_unmerged(
     tiny_model: Path, tmp_path: Path
 ) -> None:
-    from baselines.rl.policy import LoraOptions, Policy
+    from baselines.rl.core.policy import LoraOptions, Policy
     from benchmark.llm.adapters import save_adapter
 
     chats = [[{"role": "user", "content": "pick up the apple"}]]

@@ -1,4 +1,4 @@
-"""``make train-llm``'s publishing step (baselines/rl/llm_recipe.py): what a finished run
+"""``make train-llm``'s publishing step (baselines/rl/recipes/llm_recipe.py): what a finished run
 copies into ``baselines/adapters/``, the names the paper tables load."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from baselines.rl import llm_recipe
+from baselines.rl.recipes import llm_recipe
 
 
 def _stage(directory: Path, marker: str, text: str) -> None:

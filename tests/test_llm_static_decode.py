@@ -52,7 +52,7 @@ def test_int4_with_an_adapter_fuses_projections_and_equals_transformers(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from baselines.rl.policy import LoraOptions, Policy
+    from baselines.rl.core.policy import LoraOptions, Policy
     from benchmark.llm.adapters import save_adapter
     from benchmark.llm.tiny import save_tiny_llama
 

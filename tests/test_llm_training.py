@@ -11,9 +11,9 @@ from omegaconf import OmegaConf
 
 from baselines.llm_agents import read_decision
 from baselines.llm_support import resolve_adapter, shared_llm
-from baselines.rl.config import SFTConfig
-from baselines.rl.llm_demos import llm_demonstrations
-from baselines.rl.policy import LoraOptions, Policy
+from baselines.rl.core.config import SFTConfig
+from baselines.rl.core.policy import LoraOptions, Policy
+from baselines.rl.recipes.llm_demos import llm_demonstrations
 from benchmark.llm.adapters import merge_adapter, save_adapter
 from benchmark.llm.tiny import save_tiny_llama
 from benchmark.tasks.decompose import validate
@@ -48,7 +48,7 @@ def test_agent_demonstrations_are_replies_the_agents_schema_accepts() -> None:
 
 
 def test_a_replayed_demonstration_prompt_accepts_its_reply() -> None:
-    from baselines.rl.llm_demos import AgentsDemonstrator
+    from baselines.rl.recipes.llm_demos import AgentsDemonstrator
     from benchmark.agents import make_team
     from benchmark.env import make_env
 
@@ -115,7 +115,7 @@ def test_an_adapter_loads_on_its_base_model_only(tmp_path: Path, tiny_model: Pat
 
 
 def test_llm_agents_play_and_record_decisions_as_a_training_team(tiny_model: Path) -> None:
-    from baselines.rl.rollout import EpisodeSpec, RolloutSettings, play_episode
+    from baselines.rl.core.rollout import EpisodeSpec, RolloutSettings, play_episode
 
     policy = Policy(tiny_model, lora=LoraOptions(r=4, alpha=8))
     spec = EpisodeSpec(TASKS[1], n_agents=2, seed=0, split="train", gen_seed=7)
@@ -144,8 +144,8 @@ def test_llm_agents_play_and_record_decisions_as_a_training_team(tiny_model: Pat
 def test_a_grpo_step_on_the_llm_agents_team_updates_and_saves_the_adapter(
     tmp_path: Path, tiny_model: Path
 ) -> None:
-    from baselines.rl.app import train
-    from baselines.rl.config import TrainConfig
+    from baselines.rl.core.app import train
+    from baselines.rl.core.config import TrainConfig
 
     cfg = OmegaConf.structured(TrainConfig)
     cfg.merge_with(

@@ -13,8 +13,8 @@ from hydra import compose, initialize_config_dir
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.parser import text_string_to_metric_families
 
-from baselines.rl.config import register_configs as register_train_configs
-from baselines.rl.config import train_settings
+from baselines.rl.core.config import register_configs as register_train_configs
+from baselines.rl.core.config import train_settings
 from benchmark.metrics.specs import METRICS
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.config import LoggerConfig, register_configs

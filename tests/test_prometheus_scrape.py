@@ -20,8 +20,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from baselines.rl.app import train
-from baselines.rl.config import TrainConfig
+from baselines.rl.core.app import train
+from baselines.rl.core.config import TrainConfig
 from benchmark.paths import CONFIGS_DIR, REPO_ROOT
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs

@@ -24,7 +24,7 @@ from benchmark.reproduce.training import (
 )
 
 TRAINING = {
-    "module": "baselines.rl.recipe",
+    "module": "baselines.rl.recipes.recipe",
     "args": ["--out", "{out}", "--minutes", "1"],
     "done": "final_eval.json",
     "curves": {"GRPO": "grpo", "PPO": "ppo"},

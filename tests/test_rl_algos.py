@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from baselines.rl import algos
-from baselines.rl.algos import (
+from baselines.rl.core import algos
+from baselines.rl.core.algos import (
     ADVANTAGES,
     AGGREGATIONS,
     ALGORITHMS,
@@ -34,7 +34,7 @@ from baselines.rl.algos import (
     trajectory_weights,
     unit_sizes,
 )
-from baselines.rl.config import AlgoSettings
+from baselines.rl.core.config import AlgoSettings
 
 
 def t(*values) -> torch.Tensor:

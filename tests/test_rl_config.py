@@ -11,8 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from baselines.rl.algos import ALGORITHMS
-from baselines.rl.config import (
+from baselines.rl.core.algos import ALGORITHMS
+from baselines.rl.core.config import (
     AlgoSettings,
     ConfigError,
     PolicySettings,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from baselines.rl import algos
-from baselines.rl.agent_view import AgentView
-from baselines.rl.rollout import Decision, EpisodeResult, EpisodeSpec
-from baselines.rl.samples import collate, episode_samples, per_unit
+from baselines.rl.core import algos
+from baselines.rl.core.agent_view import AgentView
+from baselines.rl.core.rollout import Decision, EpisodeResult, EpisodeSpec
+from baselines.rl.core.samples import collate, episode_samples, per_unit
 from benchmark.skill_names import SKILLS
 
 APPLE = "Apple|-00.47|+01.15|+00.48"
@@ -163,7 +163,7 @@ def test_teacher_actions_in_real_episodes_survive_the_round_trip_through_names()
 
 @pytest.mark.parametrize("teacher", ["heuristic", "oracle"])
 def test_the_demonstrator_records_the_teacher_without_changing_its_episode(teacher: str) -> None:
-    from baselines.rl.sft import Demonstrator
+    from baselines.rl.recipes.sft import Demonstrator
     from benchmark.agents import make_team
     from benchmark.env.collab_env import CollabEnv, EnvOptions
     from benchmark.rollout import run_episode
@@ -183,8 +183,8 @@ def test_the_demonstrator_records_the_teacher_without_changing_its_episode(teach
 def test_successful_only_keeps_the_teacher_episodes_it_solved_and_counts_the_rest() -> None:
     from omegaconf import OmegaConf
 
-    from baselines.rl.config import SFTConfig
-    from baselines.rl.sft import demonstrations
+    from baselines.rl.core.config import SFTConfig
+    from baselines.rl.recipes.sft import demonstrations
     from benchmark.agents import make_team
     from benchmark.env.collab_env import CollabEnv, EnvOptions
     from benchmark.metrics.episode import episode_metrics

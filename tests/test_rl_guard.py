@@ -17,12 +17,12 @@ import torch
 from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from omegaconf import OmegaConf
 
-from baselines.rl.app import train
-from baselines.rl.checks import ConfigError
-from baselines.rl.config import TrainConfig, train_settings
-from baselines.rl.guard import GuardSettings, KLGuard
-from baselines.rl.policy import Policy
-from baselines.rl.trainer import REF_KL, Trainer
+from baselines.rl.core.app import train
+from baselines.rl.core.checks import ConfigError
+from baselines.rl.core.config import TrainConfig, train_settings
+from baselines.rl.core.guard import GuardSettings, KLGuard
+from baselines.rl.core.policy import Policy
+from baselines.rl.core.trainer import REF_KL, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 LR = 1e-4
@@ -122,7 +122,9 @@ def test_bad_guard_settings_are_rejected_by_their_dotted_name(values: dict, fiel
 
 
 def test_the_guard_module_does_not_import_torch() -> None:
-    code = "import sys, baselines.rl.guard; assert 'torch' not in sys.modules, 'torch imported'"
+    code = (
+        "import sys, baselines.rl.core.guard; assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, env={"PYTHONPATH": "."})
 
 

@@ -15,13 +15,18 @@ from helpers.tiny_policy import warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from baselines.rl.agent_view import AgentView
-from baselines.rl.config import EvalSettings, RolloutSettings
-from baselines.rl.evaluate import evaluate_policy, format_row, held_out_entries, training_config
-from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.policy_team import PolicyTeam, sampling_seed
-from baselines.rl.rollout import EpisodeSpec, play_episode
-from baselines.rl.samples import collate, episode_samples
+from baselines.rl.core.agent_view import AgentView
+from baselines.rl.core.config import EvalSettings, RolloutSettings
+from baselines.rl.core.policy import LoraOptions, Policy
+from baselines.rl.core.policy_team import PolicyTeam, sampling_seed
+from baselines.rl.core.rollout import EpisodeSpec, play_episode
+from baselines.rl.core.samples import collate, episode_samples
+from baselines.rl.recipes.evaluate import (
+    evaluate_policy,
+    format_row,
+    held_out_entries,
+    training_config,
+)
 from benchmark.agents import make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.replay import replay
@@ -32,7 +37,7 @@ from benchmark.rollout import run_episode
 from benchmark.runner.config import register_configs
 
 TASK = "transport_apple_fridge_v0"
-TEAM = "baselines.rl.policy_team:PolicyTeam"
+TEAM = "baselines.rl.core.policy_team:PolicyTeam"
 
 
 @pytest.fixture(scope="module")

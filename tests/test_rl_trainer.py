@@ -21,13 +21,13 @@ from helpers.tiny_policy import tiny_train_config, warm_started_policy
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from baselines.rl.app import train
-from baselines.rl.config import RolloutSettings, register_configs
-from baselines.rl.history import continue_history
-from baselines.rl.policy import Policy
-from baselines.rl.rollout import EpisodeSpec, play_episode
-from baselines.rl.samples import collate, episode_samples
-from baselines.rl.trainer import Trainer
+from baselines.rl.core.app import train
+from baselines.rl.core.config import RolloutSettings, register_configs
+from baselines.rl.core.history import continue_history
+from baselines.rl.core.policy import Policy
+from baselines.rl.core.rollout import EpisodeSpec, play_episode
+from baselines.rl.core.samples import collate, episode_samples
+from baselines.rl.core.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "transport_apple_fridge_v0"
@@ -388,7 +388,7 @@ def test_one_lora_grpo_step_on_the_embedded_smollm2(tmp_path: Path) -> None:
 def test_the_training_job_logs_evaluations_and_the_report_reads_them(
     sft_model: Path, tmp_path: Path
 ) -> None:
-    from baselines.rl.report import write_report
+    from baselines.rl.recipes.report import write_report
 
     run = tmp_path / "run"
     cfg = _cfg(sft_model, run, steps=2, eval={"every": 1})

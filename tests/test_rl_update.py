@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from baselines.rl import algos
-from baselines.rl.config import AlgoSettings, PolicySettings, TrainSettings
-from baselines.rl.samples import Sample, collate
-from baselines.rl.trainer import Trainer
+from baselines.rl.core import algos
+from baselines.rl.core.config import AlgoSettings, PolicySettings, TrainSettings
+from baselines.rl.core.samples import Sample, collate
+from baselines.rl.core.trainer import Trainer
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.runner.config import LoggerConfig
 from benchmark.tasks.spec import task_registry

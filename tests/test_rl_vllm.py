@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from baselines.rl.vllm_generator import VLLMGenerator, lora_pairs, merge_lora, read_safetensors
+from baselines.rl.core.vllm_generator import VLLMGenerator, lora_pairs, merge_lora, read_safetensors
 
 PEFT = "base_model.model.model.layers.{}.self_attn.{}.lora_{}.default.weight"
 
@@ -22,7 +22,7 @@ def test_missing_vllm_raises_import_error_with_install_hint(tmp_path):
 
 
 def test_importing_the_module_does_not_import_vllm():
-    code = "import sys, baselines.rl.vllm_generator; print('vllm' in sys.modules)"
+    code = "import sys, baselines.rl.core.vllm_generator; print('vllm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

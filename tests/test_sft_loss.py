@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.sft import decision_weight, reply_loss, sft_loss
+from baselines.rl.core.policy import LoraOptions, Policy
+from baselines.rl.recipes.sft import decision_weight, reply_loss, sft_loss
 
 
 def _rows(policy: Policy) -> list[tuple[list[int], int]]:

@@ -1,18 +1,19 @@
 """CollabBench as a verl agent loop: one dataset row plays one agent of one episode copy.
 
 The loop joins its episode copy in the hub (:mod:`.hub`). At each of its decisions it updates its
-agent view with the observations since its last turn (:class:`baselines.rl.agent_view.AgentView`,
-the RL trainer's view) and renders the prompt. It asks verl's rollout server for the reply as
-token ids (``server_manager.generate``), then hands the reply, mapped to an action, back to the
-hub. The output carries this agent's tokens only, with the token layout of the RL trainer's
-``concat`` rollout mode (:class:`baselines.rl.policy_team.PolicyTeam`):
+agent view with the observations since its last turn
+(:class:`baselines.rl.core.agent_view.AgentView`, the RL trainer's view) and renders the prompt. It
+asks verl's rollout server for the reply as token ids (``server_manager.generate``), then hands the
+reply, mapped to an action, back to the hub. The output carries this agent's tokens only, with the
+token layout of the RL trainer's ``concat`` rollout mode
+(:class:`baselines.rl.core.policy_team.PolicyTeam`):
 
     prompt_ids   = encode(view_1)                               (the first decision's prompt)
     response_ids = reply_1  encode("\\n" + view_2)  reply_2  ...  reply_k
     response_mask  1...1    0.......0              1...1         1...1
     response_logprobs: the server's logprob of each reply token, 0.0 on observation tokens
 
-``encode`` is :func:`baselines.rl.policy.encode_prompt`: the chat template's user turn when the
+``encode`` is :func:`baselines.rl.core.policy.encode_prompt`: the chat template's user turn when the
 tokenizer has one, else the plain text. Observations and received messages therefore enter as
 masked tokens. The sequence grows by PolicyTeam's rule: a new view is appended while the sequence,
 plus the view and ``max_tokens``, stays within the first prompt plus ``rollout.response_length``.
@@ -49,8 +50,8 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from baselines.rl.agent_view import AgentView
-from baselines.rl.policy import encode_prompt
+from baselines.rl.core.agent_view import AgentView
+from baselines.rl.core.policy import encode_prompt
 from baselines.verl.hub import HubError, ray_hub
 from baselines.verl.rows import AGENT_NAME, EpisodeRow
 from benchmark.tasks.spec import AMBIGUITY_LEVELS

@@ -1,11 +1,11 @@
 """The KL guard's settings, logged values and saved state on verl's side.
 
-The decisions are the CPU trainer's (:class:`baselines.rl.guard.KLGuard`); the trainer
+The decisions are the CPU trainer's (:class:`baselines.rl.core.guard.KLGuard`); the trainer
 (:mod:`.trainer`) feeds them and carries them out. Here:
 
 * :func:`guard_settings`: ``collab_bench.guard`` of the recipe
   (``config/recipe/collab_bench.yaml``), the fields of
-  :class:`~baselines.rl.guard.GuardSettings` validated by it, and the verl keys a guarded run
+  :class:`~baselines.rl.core.guard.GuardSettings` validated by it, and the verl keys a guarded run
   needs (periodic checkpoints kept on disk, written synchronously, FSDP engines whose
   learning rates :mod:`.workers` can change);
 * :func:`decision_metrics`: a decision as verl step metrics (``guard/*``);
@@ -25,8 +25,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from verl.trainer.ppo.utils import need_critic
 
-from baselines.rl.checks import ConfigError
-from baselines.rl.guard import Decision, GuardSettings, KLGuard
+from baselines.rl.core.checks import ConfigError
+from baselines.rl.core.guard import Decision, GuardSettings, KLGuard
 
 SECTION = "collab_bench.guard"
 STATE_FILE = "collab_bench_guard.json"  # in verl's global_step_N folder

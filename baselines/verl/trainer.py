@@ -19,11 +19,12 @@ there. What it adds to verl's ``PPOTrainerSync``:
   ``val-aux/collab_bench/<key>/...`` remain, counting every agent row.
 * **The KL guard** (``collab_bench.guard``, off by default; :mod:`.guard`). After each update
   the step's KL (``guard/kl``: ``actor/kl_loss`` with ``actor.use_kl_loss``, else
-  ``actor/ppo_kl``) is judged by :meth:`KLGuard.check_step <baselines.rl.guard.KLGuard.check_step>`,
-  before verl saves the step or sends its weights to the rollout servers; after each
-  validation its ``eval/task/TR`` is judged by ``check_eval``. A failure restores the last
-  checkpoint that passed into the workers (actor, and critic if any), lowers the actor's
-  learning rate (``set_actor_lr``, :mod:`.workers`) and the critic's by the same factor
+  ``actor/ppo_kl``) is judged by
+  :meth:`KLGuard.check_step <baselines.rl.core.guard.KLGuard.check_step>`, before verl saves the
+  step or sends its weights to the rollout servers; after each validation its ``eval/task/TR`` is
+  judged by ``check_eval``. A failure restores the last checkpoint that passed into the workers
+  (actor, and critic if any), lowers the actor's learning rate (``set_actor_lr``, :mod:`.workers`)
+  and the critic's by the same factor
   (``set_critic_lr``) and saves that state at the current step;
   once ``max_rollbacks`` are spent, the next failure restores and ends training. Under the
   guard only weights that passed are checkpointed: the starting weights as step 0, and a step
@@ -51,7 +52,7 @@ from verl.trainer.ppo.utils import Role
 from verl.trainer.ppo.v1 import PPOTrainerSync, register_trainer
 from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 
-from baselines.rl.guard import Decision, KLGuard
+from baselines.rl.core.guard import Decision, KLGuard
 from baselines.verl.guard import decision_metrics, guard_settings, read_state, write_state
 from baselines.verl.metrics import EVAL_PREFIX, INDEX_KEY, batch_metrics, guard_readings
 from baselines.verl.workers import CollabBenchActorWorker, CollabBenchCriticWorker

@@ -25,7 +25,7 @@ wrote (``from`` instead of ``overrides``) and plots the training runs' held-out 
 .. code-block:: yaml
 
     training:
-      module: baselines.rl.recipe       # python -m <module> <args>, {out} its output directory
+      module: baselines.rl.recipes.recipe  # python -m <module> <args>, {out} its output dir
       args: [--out, "{out}", --minutes, "15"]
       short: [--minutes, "0.2"]         # appended to args for the few-seed CI run
       done: final_eval.json             # present once the training has finished (then skipped)

@@ -7,8 +7,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from baselines.rl.config import SFTConfig
-from baselines.rl.sft import run_sft
+from baselines.rl.core.config import SFTConfig
+from baselines.rl.recipes.sft import run_sft
 
 
 def warm_started_policy(out: Path, episodes: int, **overrides: Any) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def tiny_train_config(model: Path, out: Path, *settings: dict[str, Any]) -> Any:
     """A training config of the tiny policy at ``model`` into ``out``: one seed of two
     rollouts per step, 4-token replies, one held-out episode, inline and on one thread; each of
     ``settings`` is merged on top, in order."""
-    from baselines.rl.config import TrainConfig
+    from baselines.rl.core.config import TrainConfig
 
     cfg = OmegaConf.structured(TrainConfig)
     cfg.merge_with(

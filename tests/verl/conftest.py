@@ -65,6 +65,6 @@ def transfer_queue(ray_local: Any) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def tiny_policy(tiny_model: Path) -> Any:
     """The RL trainer's torch policy on the tiny random Llama (one CPU thread)."""
-    from baselines.rl.policy import Policy
+    from baselines.rl.core.policy import Policy
 
     return Policy(tiny_model, threads=1)

@@ -22,8 +22,8 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl_harness import CPUServerManager, make_loop, postprocess, trainer_config
 
-from baselines.rl.algos import grpo_advantages
-from baselines.rl.policy import encode_prompt
+from baselines.rl.core.algos import grpo_advantages
+from baselines.rl.core.policy import encode_prompt
 from baselines.verl.agent_loop import CollabBenchAgentLoop
 from baselines.verl.hub import METRIC_KEYS, EpisodeHub, ray_hub
 from baselines.verl.metrics import batch_metrics
@@ -186,7 +186,7 @@ def test_data_proto_masks_match_the_outputs(played: dict[str, Any]) -> None:
 
 def test_verl_grpo_equals_ours_on_the_batch(played: dict[str, Any]) -> None:
     """verl's GRPO (groups by uid: the rollout.n copies of one agent row) against
-    baselines.rl.algos.grpo_advantages with our groups (seed and agent), on the batch's own
+    baselines.rl.core.algos.grpo_advantages with our groups (seed and agent), on the batch's own
     rewards and on distinct rewards at the same reward positions (a random tiny model rarely
     makes progress, and equal rewards would make every advantage 0)."""
     data = played["data"]

@@ -36,7 +36,7 @@ from verl.utils.torch_functional import get_constant_schedule_with_warmup
 from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 from verl_harness import cpu_trainer, recipe_trainer_config
 
-from baselines.rl.checks import ConfigError
+from baselines.rl.core.checks import ConfigError
 from baselines.verl.guard import STATE_FILE, read_state
 from baselines.verl.make_data import main as make_data
 from baselines.verl.metrics import INDEX_KEY, KL_LOSS_KEY

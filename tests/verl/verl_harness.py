@@ -24,7 +24,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
 import baselines.verl.agent_loop  # noqa: F401  (registers collab_bench)
-from baselines.rl.policy import Policy
+from baselines.rl.core.policy import Policy
 from benchmark.llm.base import Sampling
 
 

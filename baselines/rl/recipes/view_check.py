@@ -1,4 +1,4 @@
-"""``python -m baselines.rl.view_check``: can the teacher's decisions be read from a prompt?
+"""``python -m baselines.rl.recipes.view_check``: can the teacher's decisions be read from a prompt?
 
 The heuristic team plays episodes; at each of its decisions the acting agent's prompt is
 rendered two ways by ``llm_agents``: with ``llm_agents_v3`` (``v3``: the nearest objects in
@@ -16,7 +16,7 @@ sight and the last actions) and with ``llm_agents_v4`` (``memory``: the agent's 
 
 Both shares should be about 0 for a prompt a student can imitate from. One JSON line::
 
-    python -m baselines.rl.view_check --episodes 12 --split train
+    python -m baselines.rl.recipes.view_check --episodes 12 --split train
 """
 
 from __future__ import annotations
@@ -157,7 +157,9 @@ def check_views(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.rl.view_check", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m baselines.rl.recipes.view_check", description=__doc__
+    )
     parser.add_argument("--tasks", nargs="+", default=list(TASKS))
     parser.add_argument("--episodes", type=int, default=12)
     parser.add_argument("--split", default="train")

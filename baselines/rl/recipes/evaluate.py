@@ -1,10 +1,12 @@
 """Held-out evaluation of saved policies through the runner, with exact intervals on SR.
 
-    python -m baselines.rl.evaluate sft-tiny outputs/rl_recipe/grpo/final_model --episodes 200
-    python -m baselines.rl.evaluate RUN/final_model --config RUN/config.yaml --out outputs/eval
-    python -m baselines.rl.evaluate smollm2 --adapter path/to/lora_adapter --suite smoke
+    python -m baselines.rl.recipes.evaluate sft-tiny outputs/rl_recipe/grpo/final_model \
+        --episodes 200
+    python -m baselines.rl.recipes.evaluate RUN/final_model --config RUN/config.yaml \
+        --out outputs/eval
+    python -m baselines.rl.recipes.evaluate smollm2 --adapter path/to/lora_adapter --suite smoke
 
-Each policy is the ``policy`` team (:mod:`baselines.rl.policy_team`) in an ordinary
+Each policy is the ``policy`` team (:mod:`baselines.rl.core.policy_team`) in an ordinary
 ``python -m benchmark.run`` run, one run directory per policy under ``--out``: rows, traces and
 ``summary.md`` as for any baseline, resumed when re-run. The episodes are the held-out ones of a
 training config (``--config``, else the defaults): ``data.tasks`` in turn with
@@ -26,9 +28,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from baselines.rl.config import TrainConfig
-from baselines.rl.policy import resolve_model_dir
-from baselines.rl.policy_team import check_adapter
+from baselines.rl.core.config import TrainConfig
+from baselines.rl.core.policy import resolve_model_dir
+from baselines.rl.core.policy_team import check_adapter
 from benchmark.paths import CONFIGS_DIR
 from benchmark.results.summary import RUN_METRICS, SUMMARY_METRICS
 from benchmark.runner.app import run

@@ -1,13 +1,14 @@
-"""``python -m baselines.rl.sft_bench``: SFT steps per second of the embedded SmolLM2 on CPU.
+"""``python -m baselines.rl.recipes.sft_bench``: SFT steps per second of the embedded SmolLM2
+on CPU.
 
 The demonstrations are the heuristic team's decisions in the ``llm_agents_v4`` prompt (its
 memory; ``episodes`` train-split episodes of transport, switch-off and search), encoded by the
 chat template as the backends encode them. Each setting times ``steps`` AdamW steps of
 ``batch`` demonstrations after one warm-up step, with ``threads`` torch threads:
 
-* ``full_logits``: the vocabulary projection at every position (:func:`~baselines.rl.sft.
+* ``full_logits``: the vocabulary projection at every position (:func:`~baselines.rl.recipes.sft.
   sft_loss`), LoRA (q, v; rank 8) on every layer: how SFT ran before;
-* ``reply_logits``: the projection on the reply positions only (:func:`~baselines.rl.sft.
+* ``reply_logits``: the projection on the reply positions only (:func:`~baselines.rl.recipes.sft.
   reply_loss`, the same loss), LoRA on every layer;
 * ``reply_logits_top16`` / ``top8``: LoRA on the top 16 (8, rank 16) layers only, so that the
   backward pass stops there;
@@ -30,10 +31,10 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
-from baselines.rl.llm_demos import llm_demonstrations
-from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.sft import encode_demos, reply_loss, sft_loss
-from baselines.rl.view_check import TASKS, V4
+from baselines.rl.core.policy import LoraOptions, Policy
+from baselines.rl.recipes.llm_demos import llm_demonstrations
+from baselines.rl.recipes.sft import encode_demos, reply_loss, sft_loss
+from baselines.rl.recipes.view_check import TASKS, V4
 from benchmark.llm.smollm2 import smollm2_dir
 
 Rows = list[tuple[list[int], int]]
@@ -126,7 +127,9 @@ def run(episodes: int, steps: int, batch: int, threads: int, settings: Sequence[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.rl.sft_bench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m baselines.rl.recipes.sft_bench", description=__doc__
+    )
     parser.add_argument("--episodes", type=int, default=6)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=4)

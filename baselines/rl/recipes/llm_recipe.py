@@ -1,8 +1,8 @@
 """Train the embedded SmolLM2 for the LLM baselines on CPU, and report it. Resumable: run it
 again after an interruption and it goes on from the last stage (and step) it finished.
 
-    python -m baselines.rl.llm_recipe                    # or: make train-llm
-    python -m baselines.rl.llm_recipe --only llm_agents --stages sft accuracy
+    python -m baselines.rl.recipes.llm_recipe                    # or: make train-llm
+    python -m baselines.rl.recipes.llm_recipe --only llm_agents --stages sft accuracy
 
 ``llm_agents`` learns from the ``heuristic`` team, in its ``llm_agents_v4`` prompt (the agent's
 memory), on the tasks of three families (transport, switch-off, search; ``FAMILY_TASKS``),
@@ -11,11 +11,11 @@ training-split scenes:
 1. ``sft``: ``python -m baselines.sft format=llm_agents lora=true ...`` on the teacher's
    decisions in the episodes it solved, a quarter of the routine ones (``explore``, ``wait``)
    kept: the adapter ``smollm2-agents-v4-sft``;
-2. ``dagger`` (rounds): ``python -m baselines.rl.dagger`` plays the learner and labels the
+2. ``dagger`` (rounds): ``python -m baselines.rl.recipes.dagger`` plays the learner and labels the
    states it reaches with the teacher's decisions, then ``baselines.sft demos_file=...
    init_adapter=<previous>`` trains on those with half as many earlier demonstrations: the adapter
    ``smollm2-agents-v4-dagger``;
-3. ``accuracy``: after each of them, ``python -m baselines.rl.imitation`` (accuracy by skill
+3. ``accuracy``: after each of them, ``python -m baselines.rl.recipes.imitation`` (accuracy by skill
    on held-out teacher decisions, val-split scenes);
 4. ``grpo``: ``python -m baselines.train trainer=grpo rollout.team=llm_agents ...`` from the
    last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-v4-grpo``;
@@ -103,8 +103,9 @@ def _tasks(tasks: list[str] | tuple[str, ...]) -> str:
 
 
 def _lora(args: argparse.Namespace) -> list[str]:
-    """The LoRA placement every llm_agents SFT run uses (``python -m baselines.rl.sft_bench``):
-    rank 16 on the q/v projections of the top 16 of 30 layers, batch 4."""
+    """The LoRA placement every llm_agents SFT run uses (``python -m
+    baselines.rl.recipes.sft_bench``): rank 16 on the q/v projections of the top 16 of 30
+    layers, batch 4."""
     return [
         "init=smollm2",
         "lora=true",
@@ -179,7 +180,7 @@ def dagger_rounds(args: argparse.Namespace, out: Path) -> list[Path]:
                 log = where / f"round{r}.log"
                 _run(
                     [
-                        "baselines.rl.dagger",
+                        "baselines.rl.recipes.dagger",
                         f"--adapter={previous}",
                         f"--out={data}",
                         "--tasks",
@@ -243,7 +244,7 @@ def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | Non
         log = where / f"{label}.log"
         _run(
             [
-                "baselines.rl.imitation",
+                "baselines.rl.recipes.imitation",
                 *([f"--adapter={adapter}"] if adapter else []),
                 f"--episodes={args.heldout_episodes}",
                 f"--per-skill={args.per_skill}",
@@ -510,12 +511,12 @@ def stage_facts(where: Path) -> list[str]:
 
 
 def report(args: argparse.Namespace, out: Path) -> str:
-    from baselines.rl.imitation import format_table
+    from baselines.rl.recipes.imitation import format_table
 
     lines = [
         "# SmolLM2-135M adapters for the LLM baselines",
         "",
-        "Reproduce: `make train-llm` (`python -m baselines.rl.llm_recipe`, every stage; "
+        "Reproduce: `make train-llm` (`python -m baselines.rl.recipes.llm_recipe`, every stage; "
         f"this invocation: `{' '.join(sys.argv[1:]) or 'defaults'}`).",
         "",
     ]

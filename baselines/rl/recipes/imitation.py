@@ -15,7 +15,7 @@ action is compared with the teacher's, by the teacher's skill:
 Messages are not compared. The decisions are drawn per skill (at most ``per_skill`` of each,
 evenly across the episodes), so a rare skill is measured as well as ``explore``.
 
-    python -m baselines.rl.imitation --adapter smollm2-agents-sft --per-skill 40
+    python -m baselines.rl.recipes.imitation --adapter smollm2-agents-sft --per-skill 40
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baselines.llm_agents import read_decision
-from baselines.rl.llm_demos import AgentsDemonstrator, played_env
+from baselines.rl.recipes.llm_demos import AgentsDemonstrator, played_env
 from benchmark.agents import make_team
 from benchmark.llm.base import Constraint, Sampling
 from benchmark.metrics.episode import episode_metrics
@@ -158,7 +158,7 @@ def format_table(table: dict[str, dict[str, float]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     from baselines.llm_support import shared_llm
-    from baselines.rl.llm_recipe import FAMILY_TASKS
+    from baselines.rl.recipes.llm_recipe import FAMILY_TASKS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", default=None, help="committed adapter name or directory")

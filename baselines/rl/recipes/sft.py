@@ -2,7 +2,7 @@
 
 The teacher (``heuristic`` or ``oracle``) plays episodes through the one episode loop
 (:func:`benchmark.rollout.run_episode`) inside a :class:`Demonstrator`: at each of its decisions
-the acting agent's :class:`~baselines.rl.agent_view.AgentView` renders the prompt, and the
+the acting agent's :class:`~baselines.rl.core.agent_view.AgentView` renders the prompt, and the
 teacher's action, written with the view's short names, is the target reply. Decisions naming an
 object the agent does not know (the oracle reads the true state) are skipped and counted. A
 ``tiny`` init builds a byte-level BPE tokenizer on the benchmark's own text (the demonstrations
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from baselines.rl.agent_view import AgentView
-from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
+from baselines.rl.core.agent_view import AgentView
+from baselines.rl.core.policy import LoraOptions, Policy, resolve_model_dir
 from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
@@ -287,7 +287,7 @@ def sft_demonstrations(cfg: Any, output_dir: Path) -> tuple[list[dict[str, Any]]
         demos = _read_jsonl(path)
         stats: dict[str, Any] = {"demonstrations": len(demos), "demos_file": str(path)}
     elif cfg.get("format", "rl_view") != "rl_view":
-        from baselines.rl.llm_demos import llm_demonstrations
+        from baselines.rl.recipes.llm_demos import llm_demonstrations
 
         demos, stats = llm_demonstrations(cfg)
     else:
@@ -420,7 +420,7 @@ def run_sft(cfg: Any, output_dir: Path, log: Any = print) -> dict[str, Any]:
     if lora is not None:
         saved = save_lora(policy, output_dir / "adapter", cfg.get("adapter"))
     else:
-        from baselines.rl.policy import policies_dir
+        from baselines.rl.core.policy import policies_dir
 
         saved = policy.save_pretrained(output_dir / "model")
         if cfg.name:

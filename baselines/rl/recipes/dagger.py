@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.llm_agents import LLMAgentsTeam
-from baselines.rl.llm_demos import played_env, teacher_reply
+from baselines.rl.recipes.llm_demos import played_env, teacher_reply
 from benchmark.agents import Team, make_team
 from benchmark.env.views import TaskInfo
 from benchmark.llm.batching import run_batched

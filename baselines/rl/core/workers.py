@@ -7,12 +7,12 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from baselines.rl.config import GENERATORS, RolloutSettings
-from baselines.rl.policy import LoraOptions, Policy
-from baselines.rl.rollout import EpisodeResult, EpisodeSpec, RolloutWorker
+from baselines.rl.core.config import GENERATORS, RolloutSettings
+from baselines.rl.core.policy import LoraOptions, Policy
+from baselines.rl.core.rollout import EpisodeResult, EpisodeSpec, RolloutWorker
 
 if TYPE_CHECKING:
-    from baselines.rl.config import TrainSettings
+    from baselines.rl.core.config import TrainSettings
 
 
 def make_generator(kind: str, model_dir: str, lora: LoraOptions | None, threads: int = 1):
@@ -20,7 +20,7 @@ def make_generator(kind: str, model_dir: str, lora: LoraOptions | None, threads:
     if kind == "torch":
         return Policy(model_dir, lora=lora, threads=threads)
     if kind == "vllm":
-        from baselines.rl.vllm_generator import VLLMGenerator
+        from baselines.rl.core.vllm_generator import VLLMGenerator
 
         return VLLMGenerator(model_dir, lora=lora)
     raise ValueError(f"generator={kind!r} must be one of {list(GENERATORS)}")

@@ -1,7 +1,8 @@
 """Summaries and learning curves of training runs, read from their ``metrics.jsonl``.
 
-``python -m baselines.rl.report <run_dir> [<run_dir> ...] --out <dir>`` writes ``report.md``,
-``report.json`` and ``curves.png`` (held-out SR by step, and the training SR smoothed).
+``python -m baselines.rl.recipes.report <run_dir> [<run_dir> ...] --out <dir>`` writes
+``report.md``, ``report.json`` and ``curves.png`` (held-out SR by step, and the training SR
+smoothed).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The training loop shared by GRPO, PPO and SPPO.
 
 Each step: play B seeds x G rollouts with the current weights (Ray actors or in-process), turn
-the decisions into samples, update every policy on its samples (``baselines/rl/update.py``:
+the decisions into samples, update every policy on its samples (``baselines/rl/core/update.py``:
 advantages, old and reference logprobs, ``ppo_epochs`` passes of minibatch updates), then sync
 the weights to the generators. The algorithms differ only in the parts ``trainer.name`` looks
-up in ``baselines/rl/algos.py``.
+up in ``baselines/rl/core/algos.py``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from baselines.rl.algos import ALGORITHMS
-from baselines.rl.checkpoint import load_checkpoint, load_latest, save_checkpoint
-from baselines.rl.config import RolloutSettings, TrainSettings, train_settings
-from baselines.rl.guard import KLGuard
-from baselines.rl.policy import LoraOptions, Policy, resolve_model_dir
-from baselines.rl.rollout import EpisodeResult, EpisodeSpec
-from baselines.rl.samples import Batch, Sample, collate, episode_samples
-from baselines.rl.update import reference_kl, update_policy
-from baselines.rl.workers import WorkerPool
+from baselines.rl.core.algos import ALGORITHMS
+from baselines.rl.core.checkpoint import load_checkpoint, load_latest, save_checkpoint
+from baselines.rl.core.config import RolloutSettings, TrainSettings, train_settings
+from baselines.rl.core.guard import KLGuard
+from baselines.rl.core.policy import LoraOptions, Policy, resolve_model_dir
+from baselines.rl.core.rollout import EpisodeResult, EpisodeSpec
+from baselines.rl.core.samples import Batch, Sample, collate, episode_samples
+from baselines.rl.core.update import reference_kl, update_policy
+from baselines.rl.core.workers import WorkerPool
 from benchmark.runner.loggers import namespaced
 
 REF_KL = "charts/ref_kl"  # KL(policy || reference) per generated token after the update (guard)
@@ -48,7 +48,7 @@ def episode_summary(results: list[EpisodeResult], prefix: str = "") -> dict[str,
 class Trainer:
     """One training run in ``output_dir`` (resumed from its latest checkpoint if any).
 
-    ``cfg`` is validated (:func:`~baselines.rl.config.train_settings`) before anything is
+    ``cfg`` is validated (:func:`~baselines.rl.core.config.train_settings`) before anything is
     loaded or played."""
 
     def __init__(
@@ -184,7 +184,7 @@ class Trainer:
     # ------------------------------------------------------------------ update
     def update(self, batch: Batch, key: str = "shared") -> dict[str, float]:
         """Advantages and ``ppo_epochs`` of minibatch updates of policy ``key`` on one batch
-        (:func:`~baselines.rl.update.update_policy`); returns the update's statistics."""
+        (:func:`~baselines.rl.core.update.update_policy`); returns the update's statistics."""
         stats, norms = update_policy(
             self.policies[key],
             self.optimizers[key],

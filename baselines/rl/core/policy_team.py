@@ -5,11 +5,11 @@
     python -m benchmark.run baseline=policy baseline.checkpoint=smollm2 \\
         llm.adapter=path/to/lora_adapter
 
-Each agent reads the :class:`~baselines.rl.agent_view.AgentView` prompt the policy was trained
+Each agent reads the :class:`~baselines.rl.core.agent_view.AgentView` prompt the policy was trained
 with, and its reply is mapped back to an action. The deciding agents of a step are completed in
 one generate call (one per policy when the agents have their own). Every decision is recorded
 at token level (prompt ids, generated ids and their logprobs, the reply, and the reward until
-the agent's next decision): training rollouts (:func:`baselines.rl.rollout.play_episode`) keep
+the agent's next decision): training rollouts (:func:`baselines.rl.core.rollout.play_episode`) keep
 it, the runner reads only the token counts (:meth:`PolicyTeam.metrics`).
 
 Sampling is seeded per episode and per step: the k-th step of an episode (counting from 0)
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from baselines.rl.agent_view import AgentView
-from baselines.rl.policy import Policy, resolve_model_dir
+from baselines.rl.core.agent_view import AgentView
+from baselines.rl.core.policy import Policy, resolve_model_dir
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.llm.base import Sampling
@@ -38,7 +38,7 @@ SEED_STRIDE = 1_000_003  # sampling seed of step k: episode_seed * SEED_STRIDE +
 
 
 class Generator(Protocol):
-    """Token-level generation (the torch :class:`~baselines.rl.policy.Policy` or vLLM)."""
+    """Token-level generation (the torch :class:`~baselines.rl.core.policy.Policy` or vLLM)."""
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -80,7 +80,7 @@ def check_adapter(adapter: str | Path) -> Path:
 def load_policy(
     checkpoint: str, adapter: str | None = None, device: str = "cpu", threads: int | None = 1
 ) -> Policy:
-    """The policy of ``checkpoint`` (see :func:`~baselines.rl.policy.resolve_model_dir`), with
+    """The policy of ``checkpoint`` (see :func:`~baselines.rl.core.policy.resolve_model_dir`), with
     the peft (LoRA) adapter directory ``adapter``, if given, merged into its weights."""
     policy = Policy(resolve_model_dir(checkpoint), device=device, threads=threads)
     if adapter:

@@ -1,9 +1,9 @@
 """Token-level generation with vLLM's offline engine for the rollout workers (the ``gpu`` extra and
 a CUDA GPU).
 
-It follows the :class:`~baselines.rl.rollout.Generator` protocol as the torch
-:class:`~baselines.rl.policy.Policy` does: the same prompt ids, the generated ids (ending with the
-end-of-sequence token when the model produced it) and the logprobs of the model's own
+It follows the :class:`~baselines.rl.core.rollout.Generator` protocol as the torch
+:class:`~baselines.rl.core.policy.Policy` does: the same prompt ids, the generated ids (ending
+with the end-of-sequence token when the model produced it) and the logprobs of the model's own
 distribution at temperature 1. What it relies on in vLLM 0.33:
 
 - ``logprobs_mode="raw_logprobs"`` makes the returned logprobs those of the raw logits, taken
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from baselines.rl.policy import LoraOptions, encode_prompt, load_tokenizer
+from baselines.rl.core.policy import LoraOptions, encode_prompt, load_tokenizer
 from benchmark.llm.base import Sampling
 
 _LORA_NAME = re.compile(r"^base_model\.model\.(?P<module>.+)\.lora_(?P<ab>[AB])\.[^.]+\.weight$")

@@ -1,9 +1,9 @@
 """The CPU learning recipe end to end: SFT warm start, then GRPO, PPO and SPPO from it under
 the same wall-clock budget, then the report and curves.
 
-    python -m baselines.rl.recipe                      # 30 minutes per trainer
-    python -m baselines.rl.recipe --minutes 5 --trainers grpo --out outputs/rl_quick
-    python -m baselines.rl.recipe --trainers grpo sppo sppo_per_decision \
+    python -m baselines.rl.recipes.recipe                      # 30 minutes per trainer
+    python -m baselines.rl.recipes.recipe --minutes 5 --trainers grpo --out outputs/rl_quick
+    python -m baselines.rl.recipes.recipe --trainers grpo sppo sppo_per_decision \
         --tasks transport_apple_fridge_v0 transport_produce_fridge_v0
 
 ``--trainers`` names configs of ``configs/trainer/`` (``sppo_per_decision`` is SPPO with its
@@ -22,8 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from baselines.rl.evaluate import evaluate_policy, format_row, training_config
-from baselines.rl.report import write_report
+from baselines.rl.recipes.evaluate import evaluate_policy, format_row, training_config
+from baselines.rl.recipes.report import write_report
 
 
 def _run(args: list[str]) -> None:

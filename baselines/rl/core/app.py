@@ -5,7 +5,7 @@ with ``kind: train``, one per evaluation with ``kind: eval``, one per rollback o
 with ``kind: guard``), ``checkpoints/`` and ``final_model/`` (a plain transformers directory of
 the trained policy).
 
-With ``guard.enabled`` (``baselines/rl/guard.py``) every update is judged by its KL to the
+With ``guard.enabled`` (``baselines/rl/core/guard.py``) every update is judged by its KL to the
 reference and every held-out evaluation by its TR before anything is saved, so only weights
 that passed are checkpointed (the starting weights are saved as step 0). A failure restores
 the last checkpoint that passed, lowers the learning rate and saves that state at the current
@@ -30,10 +30,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from baselines.rl.config import train_settings
-from baselines.rl.guard import Decision
-from baselines.rl.history import ROW_KEYS, continue_history
-from baselines.rl.trainer import REF_KL, Trainer, fmt_stats
+from baselines.rl.core.config import train_settings
+from baselines.rl.core.guard import Decision
+from baselines.rl.core.history import ROW_KEYS, continue_history
+from baselines.rl.core.trainer import REF_KL, Trainer, fmt_stats
 from benchmark.runner.loggers import MetricLoggers
 
 INDEX_KEY = "eval/task/TR"  # the guard's collaboration index: held-out checklist atoms done
@@ -213,6 +213,6 @@ class TrainingRun:
             trainer.save()
         trainer.policy.save_pretrained(self.root / "final_model")
         if trainer.lora is not None:
-            from baselines.rl.sft import save_lora
+            from baselines.rl.recipes.sft import save_lora
 
             save_lora(trainer.policy, self.root / "final_adapter", trainer.cfg.policy.adapter_out)

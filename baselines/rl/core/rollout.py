@@ -1,7 +1,7 @@
 """Multi-agent episodes played by a policy, recorded as token-level decisions.
 
 An episode is :func:`benchmark.rollout.run_episode` with a
-:class:`~baselines.rl.policy_team.PolicyTeam` on the worker's generators: the same team and
+:class:`~baselines.rl.core.policy_team.PolicyTeam` on the worker's generators: the same team and
 the same loop as an evaluation through ``python -m benchmark.run baseline=policy``. Every agent
 of the team is the policy (agent identity is in its prompt). Each decision keeps the prompt ids,
 the generated ids and their rollout logprobs exactly as the generator produced them, and the
@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from baselines.rl.checks import ConfigError, at_least, in_range, one_of
-from baselines.rl.llm_teams import LLM_TEAMS, training_team
-from baselines.rl.policy_team import MODES, Decision, Generator, PolicyTeam
+from baselines.rl.core.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.core.llm_teams import LLM_TEAMS, training_team
+from baselines.rl.core.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.llm.batching import run_batched
 from benchmark.metrics.episode import episode_metrics
@@ -97,7 +97,7 @@ class RolloutSettings:
         )
 
     def team_options(self) -> dict[str, Any]:
-        """The :class:`~baselines.rl.policy_team.PolicyTeam` arguments: view and sampling."""
+        """The :class:`~baselines.rl.core.policy_team.PolicyTeam` arguments: view and sampling."""
         names = ("history", "max_objects", "max_tokens", "temperature", "top_p", "mode")
         return {name: getattr(self, name) for name in (*names, "max_context")}
 

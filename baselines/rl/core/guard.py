@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from baselines.rl.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.core.checks import ConfigError, at_least, in_range, one_of
 
 INDEX_REFERENCES = ("best", "last")
 INDEX_NAME = "held-out TR"  # the collaboration index, as the reasons name it

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from baselines.rl.rollout import Decision, EpisodeResult
+from baselines.rl.core.rollout import Decision, EpisodeResult
 
 GROUP_BY = ("agent", "turn")
 RETURN_MODES = ("episode", "to_go")

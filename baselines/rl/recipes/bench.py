@@ -1,4 +1,4 @@
-"""``python -m baselines.rl.bench``: one GRPO update of ours against TRL's ``GRPOTrainer``.
+"""``python -m baselines.rl.recipes.bench``: one GRPO update of ours against TRL's ``GRPOTrainer``.
 
 Prints one JSON line of figures (after a table); ``--repeats`` timed updates per side (default
 5). Needs the ``bench`` extra (TRL).
@@ -44,17 +44,17 @@ from typing import Any
 
 import torch
 
-from baselines.rl import algos
-from baselines.rl.config import AlgoSettings, DataSettings, PolicySettings, TrainSettings
-from baselines.rl.policy import load_tokenizer
-from baselines.rl.samples import Batch, Sample, collate, per_unit
-from baselines.rl.trainer import Trainer
+from baselines.rl.core import algos
+from baselines.rl.core.config import AlgoSettings, DataSettings, PolicySettings, TrainSettings
+from baselines.rl.core.policy import load_tokenizer
+from baselines.rl.core.samples import Batch, Sample, collate, per_unit
+from baselines.rl.core.trainer import Trainer
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.runner.config import LoggerConfig
 from benchmark.tasks.spec import task_registry
 
 TRL_MISSING = (
-    "baselines.rl.bench compares against TRL, an optional dependency: install the bench "
+    "baselines.rl.recipes.bench compares against TRL, an optional dependency: install the bench "
     "extra with: pip install -e '.[bench]' torch==2.13.0"
 )
 
@@ -150,7 +150,7 @@ def make_rollouts(tokenizer: Any, spec: TrainerBenchSpec) -> Rollouts:
 
 
 def our_batch(rollouts: Rollouts, group_size: int, pad_id: int) -> Batch:
-    """Our :class:`~baselines.rl.samples.Batch`: one sample per completion, its own unit."""
+    """Our :class:`~baselines.rl.core.samples.Batch`: one sample per completion, its own unit."""
     samples = []
     P = rollouts.prompt_ids.shape[1]
     for b in range(len(rollouts.rewards)):

@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from baselines.rl.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS, SPPO_TARGETS
-from baselines.rl.checks import ConfigError, at_least, in_range, one_of
-from baselines.rl.guard import GuardSettings
-from baselines.rl.rollout import RolloutSettings
-from baselines.rl.samples import GROUP_BY, RETURN_MODES
+from baselines.rl.core.algos import AGGREGATIONS, ALGORITHMS, KL_ESTIMATORS, SPPO_TARGETS
+from baselines.rl.core.checks import ConfigError, at_least, in_range, one_of
+from baselines.rl.core.guard import GuardSettings
+from baselines.rl.core.rollout import RolloutSettings
+from baselines.rl.core.samples import GROUP_BY, RETURN_MODES
 from benchmark.runner.config import LoggerConfig, RayConfig
 
 SHARING = ("shared", "per_agent")
@@ -33,7 +33,7 @@ GENERATORS = ("torch", "vllm")  # rollout generation: torch here, vLLM on a GPU
 
 @dataclass(frozen=True)
 class AlgoSettings:
-    name: str = "grpo"  # grpo | ppo | sppo (baselines/rl/algos.py ALGORITHMS)
+    name: str = "grpo"  # grpo | ppo | sppo (baselines/rl/core/algos.py ALGORITHMS)
     norm_by_std: bool = True  # GRPO: divide by the group std (false gives Dr.GRPO)
     beta: float = 1.0  # SPPO: temperature of the soft-mean baseline
     eta: float = 1.0  # SPPO: scale of the advantage the log-ratio regresses to
@@ -147,7 +147,9 @@ class TrainSettings:
     rollout: RolloutSettings = field(default_factory=RolloutSettings)  # how episodes are played
     data: DataSettings = field(default_factory=DataSettings)  # which episodes
     eval: EvalSettings = field(default_factory=EvalSettings)  # held-out evaluation
-    guard: GuardSettings = field(default_factory=GuardSettings)  # KL guard (baselines/rl/guard.py)
+    guard: GuardSettings = field(
+        default_factory=GuardSettings
+    )  # KL guard (baselines/rl/core/guard.py)
     logger: LoggerConfig = field(default_factory=LoggerConfig)  # console / wandb / tb / prometheus
     ray: RayConfig = field(default_factory=RayConfig)  # how Ray is reached
     steps: int = 100  # updates

@@ -1,14 +1,14 @@
 """The LLM baselines as trainable teams: ``llm_agents`` and ``llm_planner`` played by the
 trainer's policy, every LLM call recorded as a token-level decision.
 
-The policy (a :class:`~baselines.rl.policy.Policy`, LoRA adapters included) is seen through an
+The policy (a :class:`~baselines.rl.core.policy.Policy`, LoRA adapters included) is seen through an
 ``hf`` backend over its own model and tokenizer (:func:`policy_llm`), so a training rollout runs
 the very code an evaluation runs (``baseline=llm_agents llm.adapter=...``): the same prompts,
 the same decision and plan schemas, constrained decoding included. The logprobs kept are the
 model's own (temperature 1) at each generated token, which the grammar's mask selects among but
 does not change. A generation's end-of-sequence token is not part of it (the grammar forces it).
 
-``llm_agents``: each agent's decision is one :class:`~baselines.rl.policy_team.Decision` with
+``llm_agents``: each agent's decision is one :class:`~baselines.rl.core.policy_team.Decision` with
 the reward that agent received until its next decision. ``llm_planner``: each plan (the first
 and every re-plan) is a decision of the agent ``planner`` with the team's mean reward until the
 next plan. Sampling is seeded per episode and per call (``episode_seed * SEED_STRIDE + k``), as
@@ -22,7 +22,7 @@ from typing import Any
 
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.llm_planner import LLMPlannerTeam
-from baselines.rl.policy_team import SEED_STRIDE, Decision
+from baselines.rl.core.policy_team import SEED_STRIDE, Decision
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Chat, Constraint, Generation, Sampling
 from benchmark.llm.batching import batched_llm

@@ -2,7 +2,7 @@
 
 Advantages (the algorithm's estimator), old (and reference) logprobs, then ``ppo_epochs``
 passes of minibatch losses and optimiser steps. The algorithm's parts are looked up by
-``trainer.name`` in ``baselines/rl/algos.py`` (``ALGORITHMS``): its advantage estimator, its
+``trainer.name`` in ``baselines/rl/core/algos.py`` (``ALGORITHMS``): its advantage estimator, its
 policy loss and whether it trains a value head.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import torch
 
-from baselines.rl import algos
-from baselines.rl.algos import ALGORITHMS
-from baselines.rl.config import AlgoSettings
-from baselines.rl.policy import Policy
-from baselines.rl.samples import Batch, per_unit
+from baselines.rl.core import algos
+from baselines.rl.core.algos import ALGORITHMS
+from baselines.rl.core.config import AlgoSettings
+from baselines.rl.core.policy import Policy
+from baselines.rl.core.samples import Batch, per_unit
 
 
 def _params(names: tuple[str, ...], algo: AlgoSettings) -> dict[str, Any]:
