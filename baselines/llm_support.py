@@ -11,19 +11,22 @@ from typing import Any
 from benchmark.llm import LLM, make_llm
 from benchmark.llm.batching import batched_llm
 
-PROMPTS_DIR = Path(__file__).parent / "prompts"
+# Each LLM baseline keeps its prompt templates in its own package (``<baseline>/prompts/``).
+PROMPT_DIRS = tuple(Path(__file__).parent / b / "prompts" for b in ("llm_agents", "llm_planner"))
 ADAPTERS_DIR = Path(__file__).parent / "adapters"  # committed LoRA adapters, by name
 _LLMS: dict[str, LLM] = {}
 _LOADING = threading.Lock()  # the episodes of a batched rollout ask at once
 
 
 def load_prompt(name: str) -> str:
-    """A prompt template (``baselines/prompts/<name>.txt``; the file name carries its version)."""
-    path = PROMPTS_DIR / f"{name}.txt"
-    if not path.is_file():
-        known = sorted(p.stem for p in PROMPTS_DIR.glob("*.txt"))
-        raise ValueError(f"no prompt template {name!r}; templates: {known}")
-    return path.read_text()
+    """A prompt template (``baselines/<baseline>/prompts/<name>.txt``; the file name carries its
+    version)."""
+    for directory in PROMPT_DIRS:
+        path = directory / f"{name}.txt"
+        if path.is_file():
+            return path.read_text()
+    known = sorted(p.stem for d in PROMPT_DIRS for p in d.glob("*.txt"))
+    raise ValueError(f"no prompt template {name!r}; templates: {known}")
 
 
 def resolve_adapter(adapter: str) -> Path:

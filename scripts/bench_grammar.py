@@ -31,7 +31,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from baselines.llm_agents import decision_schema, read_decision
+from baselines.llm_agents.team import decision_schema, read_decision
 from benchmark.llm.hf import HFBackend
 from benchmark.llm.smollm2 import smollm2_dir
 from benchmark.llm.structured import JSON_OPTIONS

@@ -1,14 +1,15 @@
-"""The LLM agents' memory (baselines.memory) and the prompt that shows it (llm_agents_v4): the
-teacher's decisions can be read from it, on real heuristic episodes in the embedded simulator."""
+"""The LLM agents' memory (baselines.llm_agents.memory) and the prompt that shows it
+(llm_agents_v4): the teacher's decisions can be read from it, on real heuristic episodes in the
+embedded simulator."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from baselines.handles import Handles
 from baselines.heuristic.team import CLAIM_TTL
 from baselines.llm_agents import LLMAgentsTeam
-from baselines.memory import AgentMemory
+from baselines.llm_agents.handles import Handles
+from baselines.llm_agents.memory import AgentMemory
 from baselines.rl.recipes.view_check import check_views
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.tasks.goals import parse_clause

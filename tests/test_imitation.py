@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
-from baselines.llm_agents import LLMAgentsTeam, read_decision
+from baselines.llm_agents.team import LLMAgentsTeam, read_decision
 from baselines.rl.core.config import SFTConfig
 from baselines.rl.recipes.dagger import DaggerTeam, collect
 from baselines.rl.recipes.imitation import (

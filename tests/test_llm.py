@@ -293,7 +293,7 @@ def test_constrained_plans_follow_the_scores_within_the_capabilities() -> None:
 
 
 def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path) -> None:
-    from baselines.llm_agents import FALLBACK, LLMAgentsTeam, extract_action
+    from baselines.llm_agents.team import FALLBACK, LLMAgentsTeam, extract_action
     from benchmark.env import make_env
     from benchmark.rollout import run_episode
 

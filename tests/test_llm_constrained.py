@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines.llm_agents import LLMAgentsTeam, decision_schema, extract_action, read_decision
+from baselines.llm_agents.team import LLMAgentsTeam, decision_schema, extract_action, read_decision
 from baselines.llm_planner import LLMPlannerTeam
 from baselines.llm_support import constrained_default, load_prompt
 from benchmark.env.grammar import parse_action

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from baselines.llm_agents import read_decision
+from baselines.llm_agents.team import read_decision
 from baselines.llm_support import resolve_adapter, shared_llm
 from baselines.rl.core.config import SFTConfig
 from baselines.rl.core.policy import LoraOptions, Policy

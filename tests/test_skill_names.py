@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.llm_agents import extract_action
+from baselines.llm_agents.team import extract_action
 from benchmark.env import make_env
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.sim.actions import ACTIONS

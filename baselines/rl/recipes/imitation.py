@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.llm_agents import read_decision
+from baselines.llm_agents.team import read_decision
 from baselines.rl.recipes.llm_demos import AgentsDemonstrator, played_env
 from benchmark.agents import make_team
 from benchmark.llm.base import Constraint, Sampling

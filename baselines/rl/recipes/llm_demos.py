@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from baselines.gold_planner import PlanRecorder
-from baselines.llm_agents import LLMAgentsTeam, read_decision
+from baselines.llm_agents.team import LLMAgentsTeam, read_decision
 from baselines.llm_support import load_prompt
 from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions

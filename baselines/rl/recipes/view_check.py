@@ -3,7 +3,7 @@
 The heuristic team plays episodes; at each of its decisions the acting agent's prompt is
 rendered two ways by ``llm_agents``: with ``llm_agents_v3`` (``v3``: the nearest objects in
 sight and the last actions) and with ``llm_agents_v4`` (``memory``: the agent's memory,
-:mod:`baselines.memory`), and the teacher's action is compared with each:
+:mod:`baselines.llm_agents.memory`), and the teacher's action is compared with each:
 
 * ``explore_beside_unsearched``: of the teacher's ``explore`` decisions with empty hands, the
   share taken while the prompt shows a closed container in sight that, by the prompt, nobody
@@ -30,7 +30,7 @@ from typing import Any
 
 from baselines.heuristic.team import CONTAINERS
 from baselines.llm_agents import LLMAgentsTeam
-from baselines.memory import MAX_UNSEARCHED
+from baselines.llm_agents.memory import MAX_UNSEARCHED
 from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo

@@ -5,7 +5,8 @@ The heuristic teacher decides from a memory (:mod:`baselines.heuristic`): every 
 seen and where, the containers searched (by itself or, as reported, by a teammate), the objects
 teammates claimed, and what it is doing. :class:`AgentMemory` keeps the same facts from the
 same inputs (the agent's observations, the messages it receives and its own actions), and
-:meth:`AgentMemory.view` writes them compactly, objects by handle (:mod:`baselines.handles`):
+:meth:`AgentMemory.view` writes them compactly, objects by handle
+(:mod:`baselines.llm_agents.handles`):
 
     Tick 14. You hold: nothing. Last: open Cabinet_2 -> ok
     Goal objects: Apple (in Fridge, claimed by agent_1); Tomato (in sight, in CounterTop)
@@ -29,9 +30,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from baselines.handles import Handles
 from baselines.heuristic.goals import GoalReader
 from baselines.heuristic.team import CLAIM_TTL, CONTAINERS, SURFACES
+from baselines.llm_agents.handles import Handles
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import object_facts
 

@@ -2,9 +2,9 @@
 
 Each agent keeps its own short history (last actions and their results) and the objects it knows
 (named by the instruction, seen, or named in a message it received), each by a short handle
-(:mod:`baselines.handles`: ``Fridge``, ``Cabinet_2``) instead of its objectId. It is prompted
-with ``prompts/llm_agents_v3.txt``: the part above the ``---`` line (who it is, the task, the
-skills) is the system message and stays the same for the whole episode, so a backend that keeps
+(:mod:`baselines.llm_agents.handles`: ``Fridge``, ``Cabinet_2``) instead of its objectId. It is
+prompted with ``prompts/llm_agents_v3.txt``: the part above the ``---`` line (who it is, the task,
+the skills) is the system message and stays the same for the whole episode, so a backend that keeps
 the KV cache of a chat's leading messages encodes it once; the part below (history and what it
 sees now) is the user message. It replies with one JSON object: ``{"action": ..., "say": {"to":
 ..., "text": ...}}``. All deciding agents go to the LLM in one batched call; handles in the
@@ -36,9 +36,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baselines.handles import Handles
+from baselines.llm_agents.handles import Handles
+from baselines.llm_agents.memory import AgentMemory
 from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
-from baselines.memory import AgentMemory
 from benchmark.agents import Team
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
@@ -230,7 +230,7 @@ class LLMAgentsTeam(Team):
             )
         self.system, self.user = template.split("\n---\n")
         # A template whose user part asks for {memory} shows the agent's memory
-        # (baselines.memory) instead of its recent history and current observation.
+        # (baselines.llm_agents.memory) instead of its recent history and current observation.
         self.uses_memory = "{memory}" in self.user
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
         self.constrained = constrained_default(llm, constrained)
