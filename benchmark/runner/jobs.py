@@ -17,7 +17,7 @@ from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.llm.batching import run_batched
 from benchmark.metrics.episode import episode_metrics
-from benchmark.results.suite import episode_key
+from benchmark.results.suite import EpisodeRef
 from benchmark.rollout import run_episode
 from benchmark.tasks.decompose import quality
 from benchmark.tasks.spec import TaskSpec, load_task, load_task_file
@@ -46,17 +46,10 @@ class Job:
 
     @property
     def key(self) -> str:
-        """Unique, readable id of the episode within a run (:func:`episode_key`)."""
-        return episode_key(
-            self.baseline,
-            self.task,
-            self.split,
-            self.scene,
-            self.n_agents,
-            self.seed,
-            self.comm,
-            self.reference,
-        )
+        """Unique, readable id of the episode within a run (:meth:`EpisodeRef.key`)."""
+        return EpisodeRef(
+            self.task, self.split, self.seed, self.n_agents, self.comm, self.scene, self.reference
+        ).key(self.baseline)
 
 
 def _source(job: Job) -> dict[str, str]:
