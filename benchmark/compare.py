@@ -1,7 +1,7 @@
 """``python -m benchmark.compare RUN RUN ...``: models compared on the same episodes.
 
 Each run, a run directory (written by ``python -m benchmark.run``) or a committed bundle of one
-(``leaderboard/seed/paper/<run id>.<track>.tar.gz``), holds one model's episodes; the
+(``leaderboard/data/paper/<run id>.<track>.tar.gz``), holds one model's episodes; the
 episodes are paired across the runs by task, scene split, team size and seed (and messages on or
 off, unless ``--across-comm``, which pairs a run with messages off against one with them on).
 Only the episodes every run played are compared; one-agent reference rows are left out. For each
@@ -11,8 +11,8 @@ each run after the first, against the first: the paired SR difference, the disco
 
     python -m benchmark.compare outputs/eval-base outputs/eval-sft outputs/eval-dagger
     python -m benchmark.compare RUN_A RUN_B --json compare.json
-    python -m benchmark.compare leaderboard/seed/paper/llm-dagger.*.tar.gz \
-        leaderboard/seed/paper/llm-grpo.*.tar.gz
+    python -m benchmark.compare leaderboard/data/paper/llm-dagger.*.tar.gz \
+        leaderboard/data/paper/llm-grpo.*.tar.gz
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python -m leaderboard.paper``: commit a reproduction's runs as the reference bundles.
 
-    python -m leaderboard.paper [--runs outputs/paper/runs] [--out leaderboard/seed/paper]
+    python -m leaderboard.paper [--runs outputs/paper/runs] [--out leaderboard/data/paper]
         [--table all] [--run RUN_ID ...]
 
 For every run of the chosen tables (``configs/paper/<table>.yaml``) it packs each track the run
@@ -31,7 +31,7 @@ from benchmark.results.run_dir import read_run
 from leaderboard.pack import describe, pack_run
 from leaderboard.tracks import tracks_of_run
 
-DEFAULT_OUT = REPO_ROOT / "leaderboard" / "seed" / "paper"
+DEFAULT_OUT = REPO_ROOT / "leaderboard" / "data" / "paper"
 
 
 def _owner(run_id: str, spec: TableSpec) -> str:

@@ -2,7 +2,7 @@
 
 Starts the server (the options are those of ``python -m leaderboard.serve``; ``--help`` lists
 them), creates the team ``collab-bench reference`` when it is missing, submits the committed
-reference bundles (``leaderboard/seed/paper/*.tar.gz``: the runs behind the paper's committed
+reference bundles (``leaderboard/data/paper/*.tar.gz``: the runs behind the paper's committed
 tables, see ``python -m leaderboard.paper``) through the HTTP API like any team would, waits
 for their verdicts, prints the board's URL, and keeps serving until interrupted. Bundles the
 team already submitted are not submitted again, so restarting on the same data directory is
@@ -30,7 +30,7 @@ from leaderboard.settings import Settings, settings_from_cli
 
 PROG = "python -m leaderboard.seed"
 TEAM = "collab-bench reference"
-BUNDLES_DIR = Path(__file__).resolve().parent / "seed"
+BUNDLES_DIR = Path(__file__).resolve().parent / "data"
 PAPER_DIR = BUNDLES_DIR / "paper"  # the paper tables' runs: what the board is seeded with
 SMOKE_DIR = BUNDLES_DIR / "smoke"  # four small smoke-suite bundles: fixtures of tests and bench
 VERDICT_TIMEOUT_S = 600.0

@@ -15,7 +15,7 @@ from schemathesis import GenerationMode
 
 from tests.helpers.lb_server import Server
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 EXAMPLES = 30  # per operation and generation mode
 
 

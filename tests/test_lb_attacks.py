@@ -21,7 +21,7 @@ from tests.helpers.lb_bundles import archive, members
 from tests.helpers.lb_server import Server
 from tests.helpers.postgres import PostgresCluster
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
 RANDOM = (SEED / "random-smoke-v1.tar.gz").read_bytes()

@@ -24,7 +24,7 @@ from playwright.sync_api import Page, sync_playwright
 from leaderboard.db.session import open_database
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = ROOT / "leaderboard" / "seed" / "smoke"
+SEED = ROOT / "leaderboard" / "data" / "smoke"
 SHOTS = ROOT / "outputs" / "lb_browser"
 EVIL = '<script>document.title="owned";alert(1)</script>'
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]

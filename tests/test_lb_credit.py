@@ -35,7 +35,7 @@ from leaderboard.bundle import SUBMISSION
 from leaderboard.db.models import Entry, Submission
 from leaderboard.db.session import make_sessions, upgrade
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
 RANDOM = (SEED / "random-smoke-v1.tar.gz").read_bytes()
 CREDIT = (

@@ -27,7 +27,7 @@ from leaderboard.db import models
 from leaderboard.db.models import Submission
 from leaderboard.db.session import make_sessions, upgrade
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
 
 

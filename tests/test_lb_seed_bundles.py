@@ -10,7 +10,7 @@ import pytest
 from leaderboard.bundle import read_bundle
 from leaderboard.verify import verify_bundle
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 BUNDLES = sorted(SEED.glob("*.tar.gz"))
 
 

@@ -23,7 +23,7 @@ from tests.helpers.lb_bundles import edit, reseal, run_suite
 from tests.helpers.lb_server import Server
 from tests.helpers.postgres import PostgresCluster
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
 TRANSPORT = "oracle/transport_produce_fridge_v0/test/n2/s0/comm1/run"

@@ -18,7 +18,7 @@ from leaderboard.db.models import Submission
 from tests.helpers.lb_bundles import archive, edit, members
 from tests.helpers.lb_server import Server
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 RANDOM = (SEED / "random-smoke-v1.tar.gz").read_bytes()
 LIMIT_MB = 0.04  # between the oracle bundle (9 kB) and the random one (49 kB)

@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.lb_bundles import edit, run_suite
 from tests.helpers.lb_server import Server, free_port
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 
 
 @pytest.fixture(scope="module")

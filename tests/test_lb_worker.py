@@ -36,7 +36,7 @@ from leaderboard.verify import verify_episode
 from leaderboard.worker import VerificationPool, verify_next, verify_submission
 from tests.helpers.lb_bundles import copy_of, edit, run_suite, write_challenge
 
-SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 ORACLE = (SEED / "oracle-smoke-v1.tar.gz").read_bytes()
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()
 RANDOM = (SEED / "random-smoke-v1.tar.gz").read_bytes()

@@ -329,6 +329,32 @@ def test_smollm2_loads_from_its_wheel_and_generates() -> None:
     assert gen.text and len(gen.token_ids) == len(gen.logprobs)
 
 
+def test_a_cache_file_another_process_holds_locked_is_waited_for_not_moved_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite answers "database is locked" while another process sets a new cache file up;
+    taking that for corruption would move the file, and the other process's entries, aside."""
+    import sqlite3
+
+    from benchmark.llm import cache as cache_module
+
+    path = tmp_path / "shared.sqlite"
+    ResponseCache(path).put("kept", {"text": "mine"})
+    real = cache_module.ResponseCache._connect
+    locked = {"left": 3}
+
+    def busy(self):
+        if locked["left"]:
+            locked["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return real(self)
+
+    monkeypatch.setattr(cache_module.ResponseCache, "_connect", busy)
+    store = ResponseCache(path)
+    assert locked["left"] == 0 and store.get("kept") == {"text": "mine"}
+    assert not list(tmp_path.glob("shared.sqlite.corrupt-*"))
+
+
 def test_the_cache_is_safe_under_concurrent_processes(tmp_path: Path) -> None:
     import multiprocessing
 

@@ -75,7 +75,7 @@ def test_every_committed_bundle_belongs_to_a_table_run() -> None:
 
 def test_the_committed_bundles_stay_lean() -> None:
     total = sum(p.stat().st_size for p in PAPER_DIR.rglob("*") if p.is_file())
-    assert total < 50 * 2**20, f"leaderboard/seed/paper holds {total / 2**20:.1f} MiB"
+    assert total < 50 * 2**20, f"leaderboard/data/paper holds {total / 2**20:.1f} MiB"
 
 
 @pytest.mark.parametrize("name", COMMITTED)

@@ -18,7 +18,7 @@ from leaderboard.bundle import read_bundle
 from leaderboard.ranking import entry_summary
 from leaderboard.tracks import Track, expected_episodes
 
-PAPER = REPO_ROOT / "leaderboard" / "seed" / "paper"
+PAPER = REPO_ROOT / "leaderboard" / "data" / "paper"
 register_configs()
 
 

@@ -1,7 +1,9 @@
 """An on-disk response cache in SQLite, keyed by model, prompt and sampling parameters.
 
 Safe for several processes (Ray workers) at once: WAL journaling and a busy timeout. A corrupt
-cache file is moved aside (``<name>.corrupt-<n>``) and a fresh one started, never a crash.
+cache file is moved aside (``<name>.corrupt-<n>``) and a fresh one started, never a crash. A
+file another process holds locked (several processes opening a new cache at once) is waited
+for, never taken for a corrupt one: moving it aside would lose that process's entries.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,9 @@ def cache_key(model: str, payload: Any, sampling: dict) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+LOCKED_RETRIES = 40  # about 30 s of waiting for a cache file another process holds locked
+
+
 class ResponseCache:
     """Key -> JSON value store."""
 
@@ -26,10 +32,18 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        try:
-            self._connect().execute("SELECT count(*) FROM responses").fetchone()
-        except sqlite3.DatabaseError:
-            self._quarantine()
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                self._connect().execute("SELECT count(*) FROM responses").fetchone()
+                return
+            except sqlite3.OperationalError:  # locked or busy: another process is at it
+                self._close()
+                if attempt == LOCKED_RETRIES:
+                    raise
+                time.sleep(min(1.0, 0.02 * 2**attempt))
+            except sqlite3.DatabaseError:  # not a database, or a malformed one
+                self._quarantine()
+                return
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -42,11 +56,14 @@ class ResponseCache:
             self._local.conn = conn
         return conn
 
-    def _quarantine(self) -> None:
+    def _close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def _quarantine(self) -> None:
+        self._close()
         n = 0
         while self.path.with_name(f"{self.path.name}.corrupt-{n}").exists():
             n += 1

@@ -34,7 +34,7 @@ class Options:
     check: bool = False
     workers: int = 0
     fresh_runs: str = "all"
-    reference_dir: str = "leaderboard/seed/paper"
+    reference_dir: str = "leaderboard/data/paper"
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

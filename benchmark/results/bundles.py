@@ -1,4 +1,4 @@
-"""Reading the benchmark's own committed bundles (``leaderboard/seed/paper/*.tar.gz``): gzip'd
+"""Reading the benchmark's own committed bundles (``leaderboard/data/paper/*.tar.gz``): gzip'd
 tars of a run directory's ``episodes.jsonl``, ``traces/`` and ``manifest.json``, as the
 leaderboard packs them, read without unpacking to disk. These bundles are trusted (they are the
 repository's own); the leaderboard reads uploaded ones with its own bounded reader

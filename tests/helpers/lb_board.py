@@ -26,7 +26,7 @@ from leaderboard.ranking import entry_summary
 from leaderboard.settings import Settings
 from leaderboard.verify import Verdict, verify_bundle
 
-SEED = Path(__file__).resolve().parents[2] / "leaderboard" / "seed" / "smoke"
+SEED = Path(__file__).resolve().parents[2] / "leaderboard" / "data" / "smoke"
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 PARTIAL = "smoke-v1.n2.comm-on.partial.skill"
 FULL = "smoke-v1.n2.comm-on.full.skill"
