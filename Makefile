@@ -36,7 +36,7 @@ run: setup
 
 # A local leaderboard seeded with the reference baselines (verified by replay); prints its URL.
 leaderboard: setup
-	$(BIN)/python -m leaderboard.seed data_dir=leaderboard_data
+	$(BIN)/python -m leaderboard.tools.seed data_dir=leaderboard_data
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check benchmark baselines leaderboard tests scripts
@@ -70,7 +70,7 @@ bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench run
 	$(BIN)/python -m benchmark.bench llm
 	$(BIN)/python -m baselines.rl.recipes.bench
-	$(BIN)/python -m leaderboard.bench
+	$(BIN)/python -m leaderboard.tools.bench
 
 $(MUTATION_INSTALLED): pyproject.toml | $(INSTALLED)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[dev,thor,mutation]' torch==2.13.0

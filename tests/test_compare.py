@@ -70,7 +70,7 @@ def test_runs_are_compared_on_the_episodes_they_share(tmp_path: Path, capsys) ->
 
 
 def test_a_bundle_compares_as_the_run_directory_it_was_packed_from(tmp_path: Path) -> None:
-    from leaderboard.pack import pack_run
+    from leaderboard.client.pack import pack_run
 
     heuristic = _run("heuristic", tmp_path / "heuristic")
     rand = _run("random", tmp_path / "random")

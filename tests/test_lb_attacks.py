@@ -14,9 +14,9 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from leaderboard.attacks import ATTACKS, with_submission
-from leaderboard.bundle import ROW_CHECKED_FIELDS, ROW_FIELDS, read_bundle, stored_form
-from leaderboard.db.models import Submission, Team
+from leaderboard.core.bundle import ROW_CHECKED_FIELDS, ROW_FIELDS, read_bundle, stored_form
+from leaderboard.server.db.models import Submission, Team
+from leaderboard.tools.attacks import ATTACKS, with_submission
 from tests.helpers.lb_bundles import archive, members
 from tests.helpers.lb_server import Server
 from tests.helpers.postgres import PostgresCluster

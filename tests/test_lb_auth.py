@@ -1,6 +1,6 @@
 """Team tokens and the admin CLI, on SQLite and on a real PostgreSQL: a token is shown once and
 stored as its sha256 only; the bearer dependency answers 401 for a missing, wrong or revoked
-token; ``python -m leaderboard.admin`` creates teams, issues, revokes and lists."""
+token; ``python -m leaderboard.tools.admin`` creates teams, issues, revokes and lists."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from helpers.lb_db import DATABASES, database_url, fresh_engine
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboard import admin, auth, crud
-from leaderboard.db.models import Token
-from leaderboard.db.session import make_engine, make_sessions, upgrade
+from leaderboard.server import auth, crud
+from leaderboard.server.db.models import Token
+from leaderboard.server.db.session import make_engine, make_sessions, upgrade
+from leaderboard.tools import admin
 
 TOKEN = re.compile(r"lb_[A-Za-z0-9_-]{43}")
 REPO = Path(__file__).resolve().parents[1]
@@ -162,7 +163,7 @@ def test_python_m_leaderboard_admin_prints_the_token_alone_on_its_last_line(
         [
             sys.executable,
             "-m",
-            "leaderboard.admin",
+            "leaderboard.tools.admin",
             "create-team",
             "team a",
             f"data_dir={tmp_path}",

@@ -1,4 +1,4 @@
-"""``python -m leaderboard.bench``: its plan of uploads, its verdict on a result, and a small
+"""``python -m leaderboard.tools.bench``: its plan of uploads, its verdict on a result, and a small
 run under attack against the real server (every attack refused with its status while the
 genuine load loses nothing)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from leaderboard.attacks import ATTACKS
-from leaderboard.bench import TARGET_P99_S, failures, plan_jobs, run_bench
+from leaderboard.tools.attacks import ATTACKS
+from leaderboard.tools.bench import TARGET_P99_S, failures, plan_jobs, run_bench
 
 
 def test_no_team_uploads_one_bundle_twice() -> None:

@@ -25,9 +25,9 @@ from helpers.lb_board import (
 )
 
 from benchmark.metrics.stats import clopper_pearson
-from leaderboard import board
-from leaderboard.bundle import read_bundle, stored_form
-from leaderboard.ranking import INTERVALS
+from leaderboard.core.bundle import read_bundle, stored_form
+from leaderboard.core.ranking import INTERVALS
+from leaderboard.server import board
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from helpers.lb_board import PARTIAL, T0, submit_verified
 from helpers.lb_server import Server
 from playwright.sync_api import Page, sync_playwright
 
-from leaderboard.db.session import open_database
+from leaderboard.server.db.session import open_database
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "leaderboard" / "data" / "smoke"

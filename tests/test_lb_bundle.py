@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from benchmark.results.run_dir import read_run
-from leaderboard.bundle import BundleError, Limits, read_bundle
-from leaderboard.pack import main, pack_run
-from leaderboard.tracks import Track, tracks_of_run
+from leaderboard.client.pack import main, pack_run
+from leaderboard.core.bundle import BundleError, Limits, read_bundle
+from leaderboard.core.tracks import Track, tracks_of_run
 from tests.helpers.lb_bundles import archive, members, rows_of, run_suite, with_rows
 
 TRANSPORT_ONLY = (

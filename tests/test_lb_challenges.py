@@ -20,7 +20,7 @@ from benchmark.runner.app import build_jobs
 from benchmark.runner.config import register_configs
 from benchmark.sim.facts import scene_splits
 from benchmark.tasks.spec import load_task
-from leaderboard.challenges import (
+from leaderboard.core.challenges import (
     MAX_DRAWS,
     SEED_POOL,
     Cell,

@@ -27,9 +27,9 @@ from helpers.lb_db import DATABASES, fresh_engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboard import crud
-from leaderboard.db.models import Entry, EpisodeResult, Submission
-from leaderboard.db.session import make_sessions, upgrade
+from leaderboard.server import crud
+from leaderboard.server.db.models import Entry, EpisodeResult, Submission
+from leaderboard.server.db.session import make_sessions, upgrade
 
 
 @pytest.fixture(params=DATABASES)

@@ -22,8 +22,8 @@ from helpers.lb_db import DATABASES, database_url, fresh_engine
 from sqlalchemy import Column, Engine, MetaData, String, inspect, select, text
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from leaderboard.db.models import NAMING, Base, EpisodeResult, Submission, Team, Token
-from leaderboard.db.session import (
+from leaderboard.server.db.models import NAMING, Base, EpisodeResult, Submission, Team, Token
+from leaderboard.server.db.session import (
     MIGRATIONS_DIR,
     alembic_config,
     make_engine,
@@ -86,7 +86,7 @@ def test_downgrading_to_base_removes_every_table(engine: Engine) -> None:
 UPGRADER = """
 import sys, time
 from pathlib import Path
-from leaderboard.db.session import make_engine, upgrade
+from leaderboard.server.db.session import make_engine, upgrade
 engine = make_engine(sys.argv[1])
 while not Path(sys.argv[2]).exists():
     time.sleep(0.005)

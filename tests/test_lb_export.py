@@ -17,8 +17,8 @@ import pytest
 from helpers.lb_board import FORMULA_METHOD, SCRIPT_TEAM, T0, Board, make_board, submit_verified
 
 from benchmark.metrics.stats import clopper_pearson
-from leaderboard import crud
-from leaderboard.export import defuse
+from leaderboard.server import crud
+from leaderboard.server.export import defuse
 
 MEMBERS = ["README.txt", "entries.csv", "episodes.csv", "SHA256SUMS"]
 

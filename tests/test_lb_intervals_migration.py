@@ -18,9 +18,9 @@ from helpers.lb_db import DATABASES, fresh_engine
 from sqlalchemy import Engine, select
 
 from benchmark.metrics.stats import clopper_pearson
-from leaderboard.db.models import Entry, Submission, Team
-from leaderboard.db.session import alembic_config, make_sessions, upgrade
-from leaderboard.ranking import interval_caption
+from leaderboard.core.ranking import interval_caption
+from leaderboard.server.db.models import Entry, Submission, Team
+from leaderboard.server.db.session import alembic_config, make_sessions, upgrade
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 # What the board stored before 0003 for 4 of 6 successes: Wilson's (0.29998, 0.90324).

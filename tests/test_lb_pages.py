@@ -34,11 +34,11 @@ from PIL import Image
 
 from benchmark.media.viewer import checklist_states
 from benchmark.sim.render import AGENT_COLOURS
-from leaderboard import crud
-from leaderboard.app import create_app
-from leaderboard.render import replay_gif, replay_png
-from leaderboard.settings import Settings
-from leaderboard.web import STYLE, images, replays
+from leaderboard.server import crud
+from leaderboard.server.app import create_app
+from leaderboard.server.render import replay_gif, replay_png
+from leaderboard.server.settings import Settings
+from leaderboard.server.web import STYLE, images, replays
 
 ESCAPED_TEAM = "&lt;script&gt;alert(1)&lt;/script&gt;"
 

@@ -21,11 +21,11 @@ from helpers.postgres import PostgresCluster
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboard import crud
-from leaderboard.bundle import SUBMISSION
-from leaderboard.db import models
-from leaderboard.db.models import Submission
-from leaderboard.db.session import make_sessions, upgrade
+from leaderboard.core.bundle import SUBMISSION
+from leaderboard.server import crud
+from leaderboard.server.db import models
+from leaderboard.server.db.models import Submission
+from leaderboard.server.db.session import make_sessions, upgrade
 
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 HEURISTIC = (SEED / "heuristic-smoke-v1.tar.gz").read_bytes()

@@ -14,8 +14,7 @@ from helpers.lb_board import verified
 from benchmark.metrics.specs import metric
 from benchmark.metrics.stats import clopper_pearson
 from benchmark.results.summary import summarize
-from leaderboard.db.models import Entry, Submission, Team
-from leaderboard.ranking import (
+from leaderboard.core.ranking import (
     EPISODE_METRICS,
     INTERVALS,
     all_tied,
@@ -26,6 +25,7 @@ from leaderboard.ranking import (
     sr_interval,
     track_table,
 )
+from leaderboard.server.db.models import Entry, Submission, Team
 
 # Clopper-Pearson 95%: at 0 of n successes the interval is [0, 1 - 0.025^(1/n)], at n of n
 # [0.025^(1/n), 1]; 5/10 and 3/4 are the exact binomial limits of the published tables.

@@ -17,7 +17,7 @@ from benchmark.env import make_env
 from benchmark.media.viewer import checklist_states, replay_frames, replay_worlds
 from benchmark.rollout import run_episode
 from benchmark.sim.render import AGENT_COLOURS, top_down
-from leaderboard.render import (
+from leaderboard.server.render import (
     MAX_GIF_FRAMES,
     PLOT_METRICS,
     gif_ticks,

@@ -1,4 +1,4 @@
-"""``python -m leaderboard.seed`` (``make leaderboard``): a local board that starts with the
+"""``python -m leaderboard.tools.seed`` (``make leaderboard``): a local board that starts with the
 reference baselines on it, verified by replay through the HTTP API like any submission.
 
 The seeding of three small paper bundles runs in ``make test``; seeding all of them (a few
@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from benchmark.reproduce.spec import load_table, table_names
-from leaderboard.seed import reference_bundles
+from leaderboard.tools.seed import reference_bundles
 from tests.helpers.lb_server import free_port
 
 START_S = 300.0
@@ -37,7 +37,7 @@ def _seed(
         [
             sys.executable,
             "-m",
-            "leaderboard.seed",
+            "leaderboard.tools.seed",
             f"data_dir={data_dir}",
             f"port={port}",
             *extra,
@@ -131,7 +131,7 @@ def test_the_seeded_board_shows_every_paper_bundle_verified(tmp_path: Path) -> N
 
 def test_a_bundles_folder_without_bundles_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "leaderboard.seed", f"bundles={tmp_path}"],
+        [sys.executable, "-m", "leaderboard.tools.seed", f"bundles={tmp_path}"],
         capture_output=True,
         text=True,
         check=False,

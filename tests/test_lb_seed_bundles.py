@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.bundle import read_bundle
-from leaderboard.verify import verify_bundle
+from leaderboard.core.bundle import read_bundle
+from leaderboard.core.verify import verify_bundle
 
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"
 BUNDLES = sorted(SEED.glob("*.tar.gz"))

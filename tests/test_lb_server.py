@@ -15,10 +15,10 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from leaderboard.attacks import with_submission
-from leaderboard.bundle import read_bundle
-from leaderboard.db.models import Entry, Submission
-from leaderboard.pack import pack_run
+from leaderboard.client.pack import pack_run
+from leaderboard.core.bundle import read_bundle
+from leaderboard.server.db.models import Entry, Submission
+from leaderboard.tools.attacks import with_submission
 from tests.helpers.lb_bundles import edit, reseal, run_suite
 from tests.helpers.lb_server import Server
 from tests.helpers.postgres import PostgresCluster

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from leaderboard.db.models import Submission
+from leaderboard.server.db.models import Submission
 from tests.helpers.lb_bundles import archive, edit, members
 from tests.helpers.lb_server import Server
 

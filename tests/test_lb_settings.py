@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.settings import (
+from leaderboard.server.settings import (
     OPTIONS,
     Settings,
     SettingsError,
@@ -85,9 +85,9 @@ def test_help_lists_every_option_with_its_default_and_meaning(
     capsys: pytest.CaptureFixture,
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
-        settings_from_cli(["port=1", "--help"], "python -m leaderboard.serve")
+        settings_from_cli(["port=1", "--help"], "python -m leaderboard.server.serve")
     out = capsys.readouterr().out
-    assert exit_.value.code == 0 and out.startswith("usage: python -m leaderboard.serve")
+    assert exit_.value.code == 0 and out.startswith("usage: python -m leaderboard.server.serve")
     assert len(OPTIONS) == len(dataclasses.fields(Settings)) - 1  # all but the secret
     for option in OPTIONS:
         assert f"  {option.name}={option.default}\n      {option.metadata['help']}\n" in out + "\n"

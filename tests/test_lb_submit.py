@@ -1,4 +1,4 @@
-"""The client, ``python -m leaderboard.submit``, against the real server: a run directory is
+"""The client, ``python -m leaderboard.client.submit``, against the real server: a run directory is
 packed, uploaded and waited for; refusals and network errors are one line each, and the exit
 status is 0 only for a verified submission."""
 
@@ -28,7 +28,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def _submit(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "leaderboard.submit", *args],
+        [sys.executable, "-m", "leaderboard.client.submit", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -10,7 +10,7 @@ import yaml
 from benchmark.paths import CONFIGS_DIR
 from benchmark.results.challenge import load_challenge
 from benchmark.results.suite import EpisodeRef, load_suite, suites
-from leaderboard.tracks import Track, expected_episodes
+from leaderboard.core.tracks import Track, expected_episodes
 from tests.helpers.lb_bundles import CHALLENGE_EPISODES, write_challenge
 
 SMOKE = Track("smoke", "v1", 2, True, "full", "skill")

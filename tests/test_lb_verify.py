@@ -20,10 +20,10 @@ from benchmark.metrics.episode import episode_metrics
 from benchmark.results.challenge import load_challenge
 from benchmark.results.run_dir import read_run
 from benchmark.results.suite import EpisodeRef
-from leaderboard.bundle import read_bundle
-from leaderboard.pack import pack_run
-from leaderboard.tracks import Track
-from leaderboard.verify import (
+from leaderboard.client.pack import pack_run
+from leaderboard.core.bundle import read_bundle
+from leaderboard.core.tracks import Track
+from leaderboard.core.verify import (
     Verdict,
     expected_config,
     main,

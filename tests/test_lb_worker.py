@@ -24,16 +24,16 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from benchmark.metrics.episode import episode_metrics
 from benchmark.results.challenge import load_challenge
-from leaderboard import crud
-from leaderboard.bundle import read_bundle
-from leaderboard.db.models import Entry, Submission
-from leaderboard.db.session import open_database
-from leaderboard.episode_pool import EpisodePool
-from leaderboard.pack import pack_run
-from leaderboard.ranking import entry_summary
-from leaderboard.settings import Settings
-from leaderboard.verify import verify_episode
-from leaderboard.worker import VerificationPool, verify_next, verify_submission
+from leaderboard.client.pack import pack_run
+from leaderboard.core.bundle import read_bundle
+from leaderboard.core.episode_pool import EpisodePool
+from leaderboard.core.ranking import entry_summary
+from leaderboard.core.verify import verify_episode
+from leaderboard.server import crud
+from leaderboard.server.db.models import Entry, Submission
+from leaderboard.server.db.session import open_database
+from leaderboard.server.settings import Settings
+from leaderboard.server.worker import VerificationPool, verify_next, verify_submission
 from tests.helpers.lb_bundles import copy_of, edit, run_suite, write_challenge
 
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"

@@ -19,9 +19,9 @@ from benchmark.reproduce.check import committed_problems
 from benchmark.reproduce.sources import bundle_paths
 from benchmark.reproduce.spec import load_table, table_names
 from benchmark.reproduce.training import curves_path, load_curves, write_curves
-from leaderboard.bundle import read_bundle
-from leaderboard.seed import PAPER_DIR
-from leaderboard.verify import verify_bundle
+from leaderboard.core.bundle import read_bundle
+from leaderboard.core.verify import verify_bundle
+from leaderboard.tools.seed import PAPER_DIR
 
 TABLES = PAPER_DIR / "tables"
 COMMITTED = sorted(p.stem for p in TABLES.glob("*.csv") if "." not in p.stem)  # the tables

@@ -13,7 +13,7 @@ from benchmark.reproduce.app import committed_runs
 from benchmark.reproduce.check import fresh_problems
 from benchmark.reproduce.sources import fresh_run
 from benchmark.reproduce.spec import load_table
-from leaderboard.seed import PAPER_DIR
+from leaderboard.tools.seed import PAPER_DIR
 
 TABLES = sorted(p.stem for p in (PAPER_DIR / "tables").glob("*.csv") if "." not in p.stem)
 SAMPLED = [

@@ -20,7 +20,7 @@ from benchmark.reproduce.check import committed_problems, fresh_problems
 from benchmark.reproduce.sources import read_bundles, read_run_dir
 from benchmark.reproduce.spec import SpecError, TableSpec, load_table, parse_table
 from benchmark.results.run_dir import RunDirectory
-from leaderboard.paper import pack_table
+from leaderboard.tools.paper import pack_table
 from tests.helpers.lb_bundles import edit
 
 ONE_TASK = "suite.entries=[{task:switch_off_kitchen_v0,split:test,n_agents:[2],seeds:[0]}]"
@@ -334,7 +334,7 @@ def test_the_command_names_an_unknown_table_and_takes_dash_dash_check(tmp_path: 
 
 
 def test_a_shared_runs_bundles_name_the_first_table_holding_it() -> None:
-    from leaderboard.paper import _owner
+    from leaderboard.tools.paper import _owner
 
     decomposition = load_table("decomposition")
     assert _owner("main-llm_planner", decomposition) == "main"
@@ -375,7 +375,7 @@ def test_packing_one_run_keeps_the_other_runs_bundles(made: dict, tmp_path: Path
 def test_the_pack_command_names_a_run_no_table_holds(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from leaderboard.paper import main
+    from leaderboard.tools.paper import main
 
     assert main(["--table", "main", "--run", "no-such-run", "--out", str(tmp_path)]) == 2
     assert "no run 'no-such-run' in table(s) ['main']" in capsys.readouterr().err

@@ -14,9 +14,9 @@ from benchmark.paths import CONFIGS_DIR, REPO_ROOT
 from benchmark.results.suite import load_suite, parse_suite, suite_episodes, suites
 from benchmark.runner.app import build_jobs
 from benchmark.runner.config import register_configs
-from leaderboard.bundle import read_bundle
-from leaderboard.ranking import entry_summary
-from leaderboard.tracks import Track, expected_episodes
+from leaderboard.core.bundle import read_bundle
+from leaderboard.core.ranking import entry_summary
+from leaderboard.core.tracks import Track, expected_episodes
 
 PAPER = REPO_ROOT / "leaderboard" / "data" / "paper"
 register_configs()

@@ -2,7 +2,7 @@
 tars of a run directory's ``episodes.jsonl``, ``traces/`` and ``manifest.json``, as the
 leaderboard packs them, read without unpacking to disk. These bundles are trusted (they are the
 repository's own); the leaderboard reads uploaded ones with its own bounded reader
-(``leaderboard.bundle``), which refuses what this one would accept.
+(``leaderboard.core.bundle``), which refuses what this one would accept.
 """
 
 from __future__ import annotations

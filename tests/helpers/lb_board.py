@@ -1,6 +1,6 @@
 """A board with real entries for the read-side tests: the committed reference bundles, verified
 by replay (once per test process), stored under ``data_dir/bundles/`` and recorded through
-:mod:`leaderboard.crud` as the worker records them; served by the read routers mounted on a
+:mod:`leaderboard.server.crud` as the worker records them; served by the read routers mounted on a
 small app (no workers, no write side)."""
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboard import crud, web
-from leaderboard.api import board as board_api
-from leaderboard.attacks import unpack
-from leaderboard.bundle import MANIFEST, SUBMISSION, Bundle, read_bundle, seal, stored_form
-from leaderboard.db.session import open_database
-from leaderboard.ranking import entry_summary
-from leaderboard.settings import Settings
-from leaderboard.verify import Verdict, verify_bundle
+from leaderboard.core.bundle import MANIFEST, SUBMISSION, Bundle, read_bundle, seal, stored_form
+from leaderboard.core.ranking import entry_summary
+from leaderboard.core.verify import Verdict, verify_bundle
+from leaderboard.server import crud, web
+from leaderboard.server.api import board as board_api
+from leaderboard.server.db.session import open_database
+from leaderboard.server.settings import Settings
+from leaderboard.tools.attacks import unpack
 
 SEED = Path(__file__).resolve().parents[2] / "leaderboard" / "data" / "smoke"
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -71,7 +71,7 @@ def submit_verified(
         hashes = frozenset(_salted(salt, h) for h in hashes)
     key = track or bundle.track.key
     suite, version = key.split(".")[0].rsplit("-", 1)
-    # What the server keeps of an accepted upload (leaderboard.api.submissions.accept).
+    # What the server keeps of an accepted upload (leaderboard.server.api.submissions.accept).
     stored = stored_form(bundle)
     with sessions() as session:
         team_row = crud.team_by_name(session, team) or crud.create_team(session, team, now)

@@ -16,8 +16,8 @@ from benchmark.env import trace_hash
 from benchmark.paths import CONFIGS_DIR
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs
-from leaderboard.attacks import unpack, with_true_checksums
-from leaderboard.bundle import MANIFEST, ROWS, tar_bytes, trace_member
+from leaderboard.core.bundle import MANIFEST, ROWS, tar_bytes, trace_member
+from leaderboard.tools.attacks import unpack, with_true_checksums
 
 register_configs()
 

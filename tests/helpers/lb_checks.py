@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from leaderboard.verify import EpisodeCheck, verify_episode
+from leaderboard.core.verify import EpisodeCheck, verify_episode
 
 FLAGS = "LB_TEST_FLAGS"
 

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from benchmark.results.challenge import Challenge, ChallengeEpisode
-from leaderboard import crud
+from leaderboard.server import crud
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 TRACK = "smoke-v1.n2.comm-on.partial.skill"
@@ -23,7 +23,7 @@ TEST_TRACK = "test-v1.n2.comm-on.partial.skill"
 
 @dataclass(frozen=True)
 class Check:
-    """One episode's verification outcome (the shape of leaderboard.verify.EpisodeCheck)."""
+    """One episode's verification outcome (the shape of leaderboard.core.verify.EpisodeCheck)."""
 
     key: str
     ok: bool = True

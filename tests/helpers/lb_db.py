@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from leaderboard.db.session import make_engine
+from leaderboard.server.db.session import make_engine
 
 DATABASES = ("sqlite", "postgresql")
 

@@ -1,6 +1,6 @@
-"""The real leaderboard server for tests: ``python -m leaderboard.serve`` in a subprocess on a
-free loopback port, on SQLite (a file in its data directory) or a PostgreSQL database, and the
-admin CLI run the way a user runs it."""
+"""The real leaderboard server for tests: ``python -m leaderboard.server.serve`` in a subprocess
+on a free loopback port, on SQLite (a file in its data directory) or a PostgreSQL database, and
+the admin CLI run the way a user runs it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from leaderboard.db.session import open_database
+from leaderboard.server.db.session import open_database
 
 START_TIMEOUT_S = 90.0
 FINAL = ("verified", "rejected")
@@ -56,7 +56,7 @@ class Server:
         args += [f"{k}={v}" for k, v in self.options.items()]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "leaderboard.serve", *args],
+                [sys.executable, "-m", "leaderboard.server.serve", *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -101,9 +101,9 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
     def admin(self, *args: str) -> str:
-        """Run ``python -m leaderboard.admin ARGS`` on this server's data; its stdout."""
+        """Run ``python -m leaderboard.tools.admin ARGS`` on this server's data; its stdout."""
         done = subprocess.run(
-            [sys.executable, "-m", "leaderboard.admin", *args, *self._settings()],
+            [sys.executable, "-m", "leaderboard.tools.admin", *args, *self._settings()],
             capture_output=True,
             text=True,
             timeout=120,

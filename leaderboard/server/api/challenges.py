@@ -1,0 +1,95 @@
+"""``POST /api/challenges``: the episodes of a hidden-seed test suite, drawn for one team, at
+most ``challenges_per_day`` in any 24 hours (429 past it, concurrent requests included).
+
+The answer is the challenge file that ``python -m benchmark.run suite=test
+challenge=challenge.json`` runs; a submission answering it names its id in the manifest (and
+every trace records it). See :mod:`leaderboard.core.challenges` for how the seeds are drawn.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from benchmark.results.suite import suites
+from leaderboard.core.challenges import issue_challenge
+from leaderboard.core.untrusted import RepeatedKey, unique_keys
+from leaderboard.server import crud
+from leaderboard.server.auth import TeamIdentity, current_team
+from leaderboard.server.db.session import get_session
+from leaderboard.server.settings import Settings
+
+router = APIRouter(prefix="/api/challenges", tags=["challenges"])
+
+
+class ChallengeRequest(BaseModel):
+    suite: str = Field(default="test", max_length=64, description="a hidden-seed suite")
+
+
+class ChallengeEpisodeOut(BaseModel):
+    task: str
+    scene: str
+    seed: int
+    n_agents: int
+
+
+class ChallengeOut(BaseModel):
+    format: int
+    id: str
+    suite: str
+    suite_version: str
+    team: str
+    expires: str
+    episodes: list[ChallengeEpisodeOut]
+
+
+async def no_repeated_keys(request: Request) -> None:
+    """Refuse (422) a JSON body that repeats a key, as every JSON the server reads; other
+    malformed bodies are left to the body's own validation."""
+    try:
+        json.loads(await request.body(), object_pairs_hook=unique_keys)
+    except RepeatedKey as err:
+        raise crud.Refused(422, f"body: {err}") from None
+    except ValueError:
+        pass
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=ChallengeOut,
+    summary="Draw a challenge: the test episodes this team must run and submit",
+    dependencies=[Depends(no_repeated_keys)],
+)
+def new_challenge(
+    body: ChallengeRequest,
+    request: Request,
+    team: Annotated[TeamIdentity, Depends(current_team)],
+    session: Annotated[Session, Depends(get_session)],
+) -> dict[str, Any]:
+    settings: Settings = request.app.state.settings
+    hidden = sorted(name for name, suite in suites().items() if suite.hidden)
+    if body.suite not in hidden:
+        raise crud.Refused(
+            422, f"suite: {body.suite!r} is not a hidden-seed suite; those are {hidden}"
+        )
+    now = crud.utcnow()
+    # A cheap first refusal before the draw; the binding check is store_challenge's.
+    crud.check_challenge_rate(session, team.id, settings.challenges_per_day, now)
+    challenge = issue_challenge(
+        settings.secret,
+        team.name,
+        body.suite,
+        now=now,
+        lifetime=timedelta(hours=settings.challenge_lifetime_h),
+        scenes=settings.challenge_scenes,
+    )
+    crud.store_challenge(
+        session, team.id, challenge, issued_at=now, daily_limit=settings.challenges_per_day
+    )
+    return challenge.to_json()

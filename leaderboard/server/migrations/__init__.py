@@ -1,0 +1,2 @@
+"""Alembic migrations of the leaderboard's schema, run by
+:func:`leaderboard.server.db.session.upgrade`."""
