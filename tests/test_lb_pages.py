@@ -38,7 +38,8 @@ from leaderboard.server import crud
 from leaderboard.server.app import create_app
 from leaderboard.server.render import replay_gif, replay_png
 from leaderboard.server.settings import Settings
-from leaderboard.server.web import STYLE, images, replays
+from leaderboard.server.web import images, replays
+from leaderboard.server.web.pages import STYLE
 
 ESCAPED_TEAM = "&lt;script&gt;alert(1)&lt;/script&gt;"
 

@@ -3,11 +3,11 @@ every option, and the secret created once with mode 0600."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from leaderboard.server.settings import (
     OPTIONS,
@@ -51,7 +51,7 @@ def test_options_are_typed(tmp_path: Path) -> None:
     assert (settings.episode_time_s, settings.max_upload_mb) == (1.5, 0.25)
     assert settings.database_url == "postgresql+psycopg://board@127.0.0.1:5432/board"
     assert settings.test_submissions_per_day == 0
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(ValidationError, match="frozen"):
         settings.port = 1  # type: ignore[misc]
 
 
@@ -88,9 +88,9 @@ def test_help_lists_every_option_with_its_default_and_meaning(
         settings_from_cli(["port=1", "--help"], "python -m leaderboard.server.serve")
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and out.startswith("usage: python -m leaderboard.server.serve")
-    assert len(OPTIONS) == len(dataclasses.fields(Settings)) - 1  # all but the secret
+    assert len(OPTIONS) == len(Settings.model_fields) - 1  # all but the secret
     for option in OPTIONS:
-        assert f"  {option.name}={option.default}\n      {option.metadata['help']}\n" in out + "\n"
+        assert f"  {option.name}={option.default}\n      {option.help}\n" in out + "\n"
     assert "secret=" not in out
 
 
@@ -123,3 +123,17 @@ def test_parsing_alone_touches_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
     with pytest.raises(SettingsError, match="secret: 0 bytes, at least 32"):
         Settings()
+
+
+def test_options_come_from_the_environment_and_an_argument_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEADERBOARD_PORT", "9100")
+    monkeypatch.setenv("LEADERBOARD_DATA_DIR", str(tmp_path / "from-env"))
+    settings = load_settings([])
+    assert settings.port == 9100 and settings.data_dir == tmp_path / "from-env"
+    assert (tmp_path / "from-env" / "secret").is_file()
+    assert load_settings(["port=9200"]).port == 9200
+    monkeypatch.setenv("LEADERBOARD_WORKERS", "0")
+    with pytest.raises(SettingsError, match=r"workers: 0 must be > 0 \(from the environment"):
+        load_settings([])

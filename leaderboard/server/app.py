@@ -23,10 +23,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from benchmark.version import __version__
 from leaderboard.core.archive import BundleError
-from leaderboard.server import crud, web
+from leaderboard.server import crud
 from leaderboard.server.api import board, challenges, submissions
 from leaderboard.server.db.session import open_database
 from leaderboard.server.settings import Settings
+from leaderboard.server.web import pages
 from leaderboard.server.worker import VerificationPool
 
 log = logging.getLogger("leaderboard")
@@ -122,5 +123,5 @@ def create_app(settings: Settings, *, workers: bool = True) -> FastAPI:
     app.include_router(submissions.router)
     app.include_router(challenges.router)
     app.include_router(board.router)
-    app.include_router(web.router)
+    app.include_router(pages.router)
     return app

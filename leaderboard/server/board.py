@@ -1,8 +1,9 @@
 """The board as plain data: the tracks, a track's ranked table, an entry and a submission.
 
-The JSON API (:mod:`leaderboard.server.api.board`) and the pages (:mod:`leaderboard.server.web`)
-both show these views, so a number on a page is the number the API gives. Tracks are grouped by
-suite and version: tables of different suite versions are never mixed.
+The JSON API (:mod:`leaderboard.server.api.board`) and the pages
+(:mod:`leaderboard.server.web.pages`) both show these views, so a number on a page is the number the
+API gives. Tracks are grouped by suite and version: tables of different suite versions are never
+mixed.
 """
 
 from __future__ import annotations

@@ -1,142 +1,176 @@
-"""The server's settings: one frozen record, from ``key=value`` arguments.
+"""The server's settings: one frozen pydantic-settings record, from ``key=value`` arguments and
+``LEADERBOARD_<KEY>`` environment variables (an argument wins over the environment).
 
-``python -m leaderboard.server.serve host=127.0.0.1 port=8080 data_dir=leaderboard_data`` (and the
-admin CLI) take every option below as ``key=value``; ``--help`` lists them with their defaults.
-The data directory holds the uploaded bundles, the SQLite database (unless ``db_url`` names
-another database) and the server's secret, the HMAC key of challenge seeds: 32 random bytes in
-``<data_dir>/secret``, created on first start with mode 0600 and never shown.
+``python -m leaderboard.server.serve host=127.0.0.1 port=8080 data_dir=leaderboard_data`` (and
+the admin CLI) take every option below as ``key=value``; ``--help`` lists them with their
+defaults. The data directory holds the uploaded bundles, the SQLite database (unless ``db_url``
+names another database) and the server's secret, the HMAC key of challenge seeds: 32 random
+bytes in ``<data_dir>/secret``, created on first start with mode 0600 and never shown.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import stat
 import sys
-from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from leaderboard.core.archive import Limits
 
 SECRET_BYTES = 32
 DB_SCHEMES = ("sqlite:///", "postgresql+psycopg://")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+ENV_PREFIX = "LEADERBOARD_"
+POSITIVE = (
+    "workers",
+    "episode_time_s",
+    "episode_memory_mb",
+    "max_upload_mb",
+    "max_unpacked_mb",
+    "max_member_mb",
+    "max_members",
+    "max_ratio",
+    "max_json_values",
+    "challenge_lifetime_h",
+    "challenge_scenes",
+    "submissions_per_hour",
+    "challenges_per_day",
+)
 
 
 class SettingsError(ValueError):
     """A bad option; the message names the key."""
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """Everything the server and the admin CLI are configured with (see ``--help``)."""
 
-    host: str = field(default="127.0.0.1", metadata=_help("address to listen on"))
-    port: int = field(default=8080, metadata=_help("TCP port to listen on (1-65535)"))
-    data_dir: Path = field(
-        default=Path("leaderboard_data"),
-        metadata=_help("directory of the bundles, the SQLite file and the secret"),
+    model_config = SettingsConfigDict(
+        frozen=True, extra="forbid", env_prefix=ENV_PREFIX, validate_default=True
     )
-    db_url: str = field(
-        default="",
-        metadata=_help(
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8080, description="TCP port to listen on (1-65535)")
+    data_dir: Path = Field(
+        Path("leaderboard_data"),
+        description="directory of the bundles, the SQLite file and the secret",
+    )
+    db_url: str = Field(
+        "",
+        description=(
             "database URL, sqlite:///<file> or postgresql+psycopg://user@host:port/db; empty: "
             "the SQLite file <data_dir>/leaderboard.sqlite3"
         ),
     )
-    workers: int = field(default=2, metadata=_help("verification worker processes"))
-    episode_time_s: float = field(
-        default=60.0, metadata=_help("time limit of one episode's verification (seconds)")
+    workers: int = Field(2, description="verification worker processes")
+    episode_time_s: float = Field(
+        60.0, description="time limit of one episode's verification (seconds)"
     )
-    episode_memory_mb: int = field(
-        default=2048,
-        metadata=_help("memory limit of a verification worker process (MiB of address space)"),
+    episode_memory_mb: int = Field(
+        2048, description="memory limit of a verification worker process (MiB of address space)"
     )
-    max_upload_mb: float = field(
-        default=32.0, metadata=_help("largest accepted upload (MiB); larger ones get 413")
+    max_upload_mb: float = Field(
+        32.0, description="largest accepted upload (MiB); larger ones get 413"
     )
-    max_unpacked_mb: float = field(
-        default=64.0, metadata=_help("largest total unpacked size of a bundle (MiB)")
+    max_unpacked_mb: float = Field(
+        64.0, description="largest total unpacked size of a bundle (MiB)"
     )
-    max_member_mb: float = field(
-        default=16.0, metadata=_help("largest unpacked member of a bundle (MiB)")
+    max_member_mb: float = Field(16.0, description="largest unpacked member of a bundle (MiB)")
+    max_members: int = Field(10000, description="most members in a bundle")
+    max_ratio: float = Field(
+        200.0, description="largest unpacked / compressed size ratio of a bundle"
     )
-    max_members: int = field(default=10000, metadata=_help("most members in a bundle"))
-    max_ratio: float = field(
-        default=200.0, metadata=_help("largest unpacked / compressed size ratio of a bundle")
-    )
-    max_json_values: int = field(
-        default=2_000_000,
-        metadata=_help(
+    max_json_values: int = Field(
+        2_000_000,
+        description=(
             "most JSON values in a bundle, counted before parsing (about 70 bytes of memory "
             "each at worst; the largest reference bundle holds 0.7 million)"
         ),
     )
-    challenge_lifetime_h: float = field(
-        default=72.0, metadata=_help("hours a challenge stays valid after issue")
+    challenge_lifetime_h: float = Field(
+        72.0, description="hours a challenge stays valid after issue"
     )
-    challenge_scenes: int = field(
-        default=3,
-        metadata=_help(
+    challenge_scenes: int = Field(
+        3,
+        description=(
             "scenes per task of a hidden-seed suite in a challenge (the same for every team)"
         ),
     )
-    test_submissions_per_day: int = field(
-        default=3, metadata=_help("test-track submissions a team may make in any 24 hours")
+    test_submissions_per_day: int = Field(
+        3, description="test-track submissions a team may make in any 24 hours"
     )
-    submissions_per_hour: int = field(
-        default=60,
-        metadata=_help("submissions (any track) a team may make in any hour; 429 past it"),
+    submissions_per_hour: int = Field(
+        60, description="submissions (any track) a team may make in any hour; 429 past it"
     )
-    challenges_per_day: int = field(
-        default=10, metadata=_help("challenges a team may request in any 24 hours; 429 past it")
+    challenges_per_day: int = Field(
+        10, description="challenges a team may request in any 24 hours; 429 past it"
     )
-    log_level: str = field(
-        default="warning", metadata=_help(f"server log level, one of {list(LOG_LEVELS)}")
-    )
-    secret: bytes = field(default=b"", repr=False)
+    log_level: str = Field("warning", description=f"server log level, one of {list(LOG_LEVELS)}")
+    secret: bytes = Field(b"", repr=False, exclude=True)
 
-    def __post_init__(self) -> None:
-        if not self.host:
-            raise SettingsError("host: must not be empty")
-        if not 1 <= self.port <= 65535:
-            raise SettingsError(f"port: {self.port} is not in 1-65535")
-        if self.db_url and not self.db_url.startswith(DB_SCHEMES):
-            raise SettingsError(f"db_url: {self.db_url!r} must start with one of {DB_SCHEMES}")
-        positive = (
-            "workers",
-            "episode_time_s",
-            "episode_memory_mb",
-            "max_upload_mb",
-            "max_unpacked_mb",
-            "max_member_mb",
-            "max_members",
-            "max_ratio",
-            "max_json_values",
-            "challenge_lifetime_h",
-            "challenge_scenes",
-            "submissions_per_hour",
-            "challenges_per_day",
-        )
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise SettingsError(f"{name}: {getattr(self, name)} must be > 0")
-        if self.test_submissions_per_day < 0:
-            raise SettingsError(
-                f"test_submissions_per_day: {self.test_submissions_per_day} must be >= 0"
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as err:
+            raise SettingsError(_first_error(err)) from None
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        if not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: int) -> int:
+        if not 1 <= value <= 65535:
+            raise ValueError(f"{value} is not in 1-65535")
+        return value
+
+    @field_validator("db_url")
+    @classmethod
+    def _db_url(cls, value: str) -> str:
+        if value and not value.startswith(DB_SCHEMES):
+            raise ValueError(f"{value!r} must start with one of {DB_SCHEMES}")
+        return value
+
+    @field_validator(*POSITIVE)
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if not value > 0 or not math.isfinite(value):
+            raise ValueError(f"{value} must be > 0")
+        return value
+
+    @field_validator("test_submissions_per_day")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"{value} must be >= 0")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        if value not in LOG_LEVELS:
+            raise ValueError(f"{value!r} is not one of {list(LOG_LEVELS)}")
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: bytes) -> bytes:
+        if len(value) < SECRET_BYTES:
+            raise ValueError(
+                f"{len(value)} bytes, at least {SECRET_BYTES} needed (load_settings reads it "
+                "from <data_dir>/secret)"
             )
-        if self.log_level not in LOG_LEVELS:
-            raise SettingsError(f"log_level: {self.log_level!r} is not one of {list(LOG_LEVELS)}")
-        if len(self.secret) < SECRET_BYTES:
-            raise SettingsError(
-                f"secret: {len(self.secret)} bytes, at least {SECRET_BYTES} needed (load_settings "
-                "reads it from <data_dir>/secret)"
-            )
+        return value
 
     @property
     def database_url(self) -> str:
@@ -162,7 +196,39 @@ class Settings:
         return self.data_dir / "bundles"
 
 
-OPTIONS = tuple(f for f in fields(Settings) if f.name != "secret")
+def _first_error(err: ValidationError) -> str:
+    """The first problem of a validation error as ``key: what is wrong`` (an environment
+    variable's problem names the variable too)."""
+    first = err.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "settings"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = f"unknown option; options are {sorted(o.name for o in OPTIONS)}"
+    env = ENV_PREFIX + key.upper()
+    if env in os.environ and first["type"] != "extra_forbidden":
+        message += f" (from the environment variable {env})"
+    return f"{key}: {message}"
+
+
+class Option(NamedTuple):
+    """One command-line option: its name, default, Python type's name and meaning."""
+
+    name: str
+    default: Any
+    kind: str
+    help: str
+
+
+OPTIONS = tuple(
+    Option(
+        name,
+        info.default,
+        getattr(info.annotation, "__name__", str(info.annotation)),
+        info.description or "",
+    )
+    for name, info in Settings.model_fields.items()
+    if name != "secret"
+)
 
 
 def _convert(name: str, kind: str, value: str) -> Any:
@@ -171,7 +237,7 @@ def _convert(name: str, kind: str, value: str) -> Any:
             return int(value)
         if kind == "float":
             out = float(value)
-            if out != out or out in (float("inf"), float("-inf")):
+            if not math.isfinite(out):
                 raise ValueError(value)
             return out
     except ValueError:
@@ -186,7 +252,7 @@ def _convert(name: str, kind: str, value: str) -> Any:
 def parse_options(argv: list[str]) -> dict[str, Any]:
     """The options among ``argv`` (``key=value`` items) as typed values; raises SettingsError
     naming the key of an unknown option, a repeated one or a bad value."""
-    kinds = {f.name: str(f.type) for f in OPTIONS}
+    kinds = {o.name: o.kind for o in OPTIONS}
     out: dict[str, Any] = {}
     for item in argv:
         key, sep, value = item.partition("=")
@@ -227,7 +293,9 @@ def load_secret(data_dir: Path) -> bytes:
 def load_settings(argv: list[str]) -> Settings:
     """Settings from ``key=value`` arguments; creates the data directory and the secret."""
     options = parse_options(argv)
-    data_dir = options.get("data_dir", Path(Settings.data_dir).resolve())
+    from_env = os.environ.get(ENV_PREFIX + "DATA_DIR")
+    default = Path(from_env) if from_env else Settings.model_fields["data_dir"].default
+    data_dir = options.get("data_dir", Path(default).expanduser().resolve())
     options["data_dir"] = data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     return Settings(**options, secret=load_secret(data_dir))
@@ -236,10 +304,13 @@ def load_settings(argv: list[str]) -> Settings:
 def usage(prog: str, synopsis: str = "[key=value ...]") -> str:
     """The ``--help`` text: every option with its default and meaning."""
     lines = [f"usage: {prog} {synopsis}", "", "options (key=value):"]
-    for f in OPTIONS:
-        default = f.default if f.default is not MISSING else ""
-        lines.append(f"  {f.name}={default}")
-        lines.append(f"      {f.metadata['help']}")
+    for option in OPTIONS:
+        lines.append(f"  {option.name}={option.default}")
+        lines.append(f"      {option.help}")
+    lines += [
+        "",
+        f"Each option can also come from the environment: {ENV_PREFIX}<KEY> (upper case).",
+    ]
     return "\n".join(lines)
 
 

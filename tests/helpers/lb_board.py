@@ -20,10 +20,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from leaderboard.core.bundle import MANIFEST, SUBMISSION, Bundle, read_bundle, seal, stored_form
 from leaderboard.core.ranking import entry_summary
 from leaderboard.core.verify import Verdict, verify_bundle
-from leaderboard.server import crud, web
+from leaderboard.server import crud
 from leaderboard.server.api import board as board_api
 from leaderboard.server.db.session import open_database
 from leaderboard.server.settings import Settings
+from leaderboard.server.web import pages
 from leaderboard.tools.attacks import unpack
 
 SEED = Path(__file__).resolve().parents[2] / "leaderboard" / "data" / "smoke"
@@ -124,7 +125,7 @@ def board_app(sessions: sessionmaker[Session], data_dir: Path) -> FastAPI:
     """The read side's routers (JSON API and pages) on an app of their own."""
     app = FastAPI()
     app.include_router(board_api.router)
-    app.include_router(web.router)
+    app.include_router(pages.router)
     app.state.sessions = sessions
     app.state.settings = Settings(data_dir=data_dir, secret=b"s" * 32)
     return app
