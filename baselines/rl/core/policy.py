@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from baselines.rl.core.scoring import place, predict
 from benchmark.llm.base import Sampling, pad_left
 
 
@@ -41,31 +42,6 @@ class Forward:
     logp: torch.Tensor
     entropy: torch.Tensor
     values: torch.Tensor | None
-
-
-def _distinct_prompts(
-    ids: torch.Tensor, prompt_lengths: torch.Tensor
-) -> tuple[list[int], torch.Tensor] | None:
-    """(the first row of each distinct prompt, each row's index into them), or None when a
-    prompt is empty."""
-    keys: dict[tuple[int, ...], int] = {}
-    firsts: list[int] = []
-    index = []
-    for b, n in enumerate(prompt_lengths.tolist()):
-        if n < 1:
-            return None
-        key = tuple(ids[b, :n].tolist())
-        if key not in keys:
-            keys[key] = len(firsts)
-            firsts.append(b)
-        index.append(keys[key])
-    return firsts, torch.tensor(index, device=ids.device)
-
-
-def _place(shape: torch.Size, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """(B, T) float zeros with ``x`` added at ``positions`` (both (B, C)) of each row."""
-    out = torch.zeros(shape, dtype=torch.float32, device=x.device)
-    return out.scatter_add(1, positions, x)
 
 
 def load_tokenizer(model_dir: str | Path) -> Any:
@@ -268,23 +244,23 @@ class Policy:
         need_hidden = values and self.value_head is not None and not reference
         grad = torch.is_grad_enabled() and not reference
         with self._scoring(reference) as model, torch.set_grad_enabled(grad):
-            positions, targets, logits, hidden, valid = self._predict(
-                model, ids, mask, prompt_lengths, need_hidden
+            positions, targets, logits, hidden, valid = predict(
+                model, ids, mask, prompt_lengths, need_hidden, self.tokenizer.pad_token_id
             )
             logsm = torch.log_softmax(logits.float(), dim=-1)
 
-            def place(x: torch.Tensor) -> torch.Tensor:
-                return _place(ids.shape, positions, x * valid)
+            def scatter(x: torch.Tensor) -> torch.Tensor:
+                return place(ids.shape, positions, x * valid)
 
-            logp = place(logsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1))
+            logp = scatter(logsm.gather(-1, targets.unsqueeze(-1)).squeeze(-1))
             ent = torch.zeros_like(logp)
             if entropy:
                 with torch.set_grad_enabled(entropy_grad and grad):
-                    ent = place(-(logsm.exp() * logsm).sum(-1))
+                    ent = scatter(-(logsm.exp() * logsm).sum(-1))
             vals = None
             if need_hidden:
                 assert self.value_head is not None and hidden is not None
-                vals = place(self.value_head(hidden.float()).squeeze(-1))
+                vals = scatter(self.value_head(hidden.float()).squeeze(-1))
         return Forward(logp, ent, vals)
 
     @torch.no_grad()
@@ -305,12 +281,12 @@ class Policy:
         dists = []
         for reference in (False, True):
             with self._scoring(reference) as model:
-                positions, _, logits, _, valid = self._predict(
-                    model, ids, mask, prompt_lengths, False
+                positions, _, logits, _, valid = predict(
+                    model, ids, mask, prompt_lengths, False, self.tokenizer.pad_token_id
                 )
             dists.append(torch.log_softmax(logits.float(), dim=-1))
         logp, logq = dists
-        return _place(ids.shape, positions, (logp.exp() * (logp - logq)).sum(-1) * valid)
+        return place(ids.shape, positions, (logp.exp() * (logp - logq)).sum(-1) * valid)
 
     @contextmanager
     def _scoring(self, reference: bool) -> Iterator[nn.Module]:
@@ -321,121 +297,6 @@ class Policy:
                 yield self.model
         else:
             yield self._reference_model() if reference else self.model
-
-    def _predict(
-        self,
-        model: nn.Module,
-        ids: torch.Tensor,
-        mask: torch.Tensor,
-        prompt_lengths: torch.Tensor | None,
-        hidden: bool,
-    ):
-        """(positions, targets, logits, hidden, valid) of ``model`` on the rows: each distinct
-        prompt run once when ``prompt_lengths`` is given, every position after the first
-        otherwise."""
-        if prompt_lengths is None:
-            return self._run_plain(model, ids, mask, hidden)
-        shared = _distinct_prompts(ids, prompt_lengths)
-        if shared is not None and len(shared[0]) < len(ids):
-            return self._run_shared(model, ids, mask, prompt_lengths, shared, hidden)
-        return self._run_replies(model, ids, mask, prompt_lengths, hidden)
-
-    @staticmethod
-    def _run_plain(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, hidden: bool):
-        """(positions, targets, logits, hidden, valid) for every position after the first."""
-        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=hidden)
-        B, T = ids.shape
-        positions = torch.arange(1, T, device=ids.device).expand(B, T - 1)
-        states = out.hidden_states[-1][:, :-1] if hidden else None
-        return positions, ids[:, 1:], out.logits[:, :-1], states, mask[:, 1:].float()
-
-    def _run_replies(
-        self,
-        model: nn.Module,
-        ids: torch.Tensor,
-        mask: torch.Tensor,
-        prompt_lengths: torch.Tensor,
-        hidden: bool,
-    ):
-        """Like :meth:`_run_plain` for the positions from each row's prompt length on, every
-        prompt distinct: the rows run left-padded, so that every continuation ends at the last
-        position, and the vocabulary projection runs on the last positions alone (a
-        continuation is a few dozen tokens, a prompt a few hundred, the vocabulary 49k wide)."""
-        dev = ids.device
-        lengths = mask.sum(-1).long()
-        P = prompt_lengths.to(dev).long().clamp(min=1)
-        counts = (lengths - P).clamp(min=0)
-        K = max(int(counts.max()), 1)
-        rows = [ids[b, : int(lengths[b])].tolist() for b in range(len(ids))]
-        left, left_mask = pad_left(rows, self.tokenizer.pad_token_id)
-        left, left_mask = left.to(dev), left_mask.to(dev)
-        out = model(
-            input_ids=left,
-            attention_mask=left_mask,
-            position_ids=(left_mask.cumsum(-1) - 1).clamp(min=0),
-            output_hidden_states=hidden,
-            logits_to_keep=K + 1,
-        )
-        offsets = torch.arange(K, device=dev)
-        # Kept logit i scores the token K - i positions before each row's end.
-        positions = (lengths.unsqueeze(-1) - K + offsets).clamp(0, ids.shape[1] - 1)
-        valid = (offsets >= (K - counts).unsqueeze(-1)).float()
-        states = out.hidden_states[-1][:, -(K + 1) : -1] if hidden else None
-        return positions, left[:, -K:], out.logits[:, :-1], states, valid
-
-    def _run_shared(
-        self,
-        model: nn.Module,
-        ids: torch.Tensor,
-        mask: torch.Tensor,
-        prompt_lengths: torch.Tensor,
-        shared: tuple[list[int], torch.Tensor],
-        hidden: bool,
-    ):
-        """Like :meth:`_run_plain` for the positions from each row's prompt length on, running
-        each distinct prompt once (left-padded) and the continuations on its repeated cache."""
-        firsts, row_to_prompt = shared
-        dev = ids.device
-        P = prompt_lengths.to(dev).long()
-        p_ids, p_mask = pad_left(
-            [ids[row, : int(P[row])].tolist() for row in firsts], self.tokenizer.pad_token_id
-        )
-        p_ids, p_mask = p_ids.to(dev), p_mask.to(dev)
-        p_pos = (p_mask.cumsum(-1) - 1).clamp(min=0)
-        first = model(
-            input_ids=p_ids,
-            attention_mask=p_mask,
-            position_ids=p_pos,
-            use_cache=True,
-            output_hidden_states=hidden,
-            logits_to_keep=1,  # only the last prompt position scores a token
-        )
-        cache = first.cache
-        cache.reorder_cache(row_to_prompt)
-        lengths = mask.sum(-1)
-        C = int((lengths - P).max())
-        B = len(ids)
-        offsets = torch.arange(C, device=dev)
-        positions = (P.unsqueeze(-1) + offsets).clamp(max=ids.shape[1] - 1)
-        valid = (offsets < (lengths - P).unsqueeze(-1)).float()
-        cont = torch.where(valid.bool(), ids.gather(1, positions), self.tokenizer.pad_token_id)
-        second = model(
-            input_ids=cont,
-            attention_mask=torch.cat([p_mask[row_to_prompt], valid.long()], dim=1),
-            position_ids=P.unsqueeze(-1) + offsets,
-            cache=cache,
-            use_cache=True,
-            output_hidden_states=hidden,
-        )
-        logits = torch.cat([first.logits[row_to_prompt, -1:], second.logits[:, :-1]], dim=1)
-        states = None
-        if hidden:
-            states = torch.cat(
-                [first.hidden_states[-1][row_to_prompt, -1:], second.hidden_states[-1][:, :-1]],
-                dim=1,
-            )
-        assert logits.shape[:2] == (B, C)
-        return positions, cont, logits, states, valid
 
     def _reference_model(self) -> nn.Module:
         """A frozen copy of the starting weights (LoRA uses the base model instead)."""
