@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmark.bench.__main__ import main
+from benchmark.bench.cli import main
 from benchmark.bench.env import bench_sim, random_actions
 
 
