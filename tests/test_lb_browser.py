@@ -15,11 +15,12 @@ import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 from helpers.lb_board import PARTIAL, T0, submit_verified
 from helpers.lb_server import Server
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Locator, Page, sync_playwright
 
 from leaderboard.server.db.session import open_database
 
@@ -108,6 +109,14 @@ def page() -> Iterator[Page]:
             browser.close()
 
 
+def _follow(page: Page, link: Locator) -> None:
+    """Click ``link`` and wait until its page has loaded: reading the old page's table while
+    the new one is on its way would compare against nothing."""
+    target = urljoin(page.url, link.get_attribute("href"))
+    link.click()
+    page.wait_for_url(lambda url: url == target)
+
+
 def _column(page: Page, cls: str) -> list[str]:
     return page.locator(f"table.board tbody td.{cls}").all_inner_texts()
 
@@ -141,13 +150,13 @@ def test_sort_open_an_entry_see_its_plot_and_replays_and_the_script_team_escaped
     page.wait_for_url("**/tracks/smoke-v1.n2.comm-on.partial.skill")
     assert sorted(_column(page, "team")) == sorted(["reference", "reference", EVIL])
 
-    page.locator("table.board thead a", has_text="team").click()
+    _follow(page, page.locator("table.board thead a", has_text="team"))
     ascending = _column(page, "team")
     assert ascending == sorted(ascending) and "sort=team" in page.url
-    page.locator("table.board thead a", has_text="team").click()
+    _follow(page, page.locator("table.board thead a", has_text="team"))
     assert _column(page, "team") == sorted(ascending, reverse=True)
 
-    page.locator("table.board thead a", has_text="rank").click()
+    _follow(page, page.locator("table.board thead a", has_text="rank"))
     ranks = [int(r) for r in _column(page, "rank")]
     assert ranks == sorted(ranks)
 
@@ -224,8 +233,7 @@ def test_the_replay_of_a_later_episode_shows_its_ticks_actions_messages_and_chec
     assert count == f"Checklist: {done} of {total} satisfied"
     _shot(page, "replay-episode-4")
 
-    page.locator("nav.ticks a", has_text="last").click()
-    page.wait_for_url("**/episodes/4?tick=*")
+    _follow(page, page.locator("nav.ticks a", has_text="last"))
     assert page.locator("ul.checklist li.done").count() >= done, "the checklist fills up"
     _loaded(page, 'img[src$=".gif"]')
     assert failed == [] and errors == [], (failed, errors)
