@@ -21,7 +21,7 @@ from baselines.rl.core.app import train
 from baselines.rl.core.checks import ConfigError
 from baselines.rl.core.config import TrainConfig, train_settings
 from baselines.rl.core.guard import GuardSettings, KLGuard
-from baselines.rl.core.policy import Policy
+from baselines.rl.core.policy import LoraOptions, Policy
 from baselines.rl.core.trainer import REF_KL, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +161,35 @@ def test_the_reference_kl_is_the_exact_kl_of_the_next_token_distributions(
     # The plain path (every position after the first) agrees where both score.
     plain = policy.reference_kl(ids, attn)
     assert torch.allclose(plain[:, len(prompt) :], kl[:, len(prompt) :], atol=1e-5)
+
+
+def test_under_lora_the_reference_is_the_adapter_it_started_from(tiny_model: Path) -> None:
+    """GRPO from an SFT or DAgger adapter is measured against that adapter, not against the
+    base model: KL 0 before any update, positive after one, and scoring the reference leaves
+    the policy's own weights as they were."""
+    policy = Policy(tiny_model, lora=LoraOptions(r=4, alpha=8), threads=1)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # a trained start: every adapter weight away from its init
+        for p in policy.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    ids = torch.randint(5, 300, (2, 14), generator=g)
+    attn = torch.ones_like(ids)
+    base_kl = float(policy.reference_kl(ids, attn).sum())
+    assert base_kl > 0, "without a frozen reference the base model is the reference"
+    policy.freeze_reference()
+    assert float(policy.reference_kl(ids, attn).abs().max()) == 0.0
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    moved = policy.weights()
+    kl = policy.reference_kl(ids, attn)
+    assert float(kl[:, 1:].min()) > 0
+    assert all(torch.equal(moved[k], v) for k, v in policy.weights().items())
+    with torch.no_grad():
+        own = policy.forward(ids, attn).logp
+        ref = policy.forward(ids, attn, reference=True).logp
+    assert not torch.allclose(own, ref)
+    assert torch.equal(policy.forward(ids, attn).logp, own)
 
 
 # ---------------------------------------------------------------------- the real training job

@@ -125,6 +125,7 @@ class Policy:
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
         self._reference: nn.Module | None = None
+        self._reference_lora: dict[str, torch.Tensor] | None = None  # frozen adapter weights
         eos = {self.tokenizer.eos_token_id}
         self.stop_ids = eos - {None}
 
@@ -273,7 +274,7 @@ class Policy:
         """(B, T) exact KL(policy || reference) in nats between the two next-token
         distributions over the whole vocabulary, at the positions :meth:`forward` scores
         (zeros elsewhere). Costs one forward pass of each model; the reference must exist
-        (:meth:`freeze_reference`, or LoRA, whose reference is the base model)."""
+        (:meth:`freeze_reference`; under LoRA without it, the base model)."""
         if self.lora is None and self._reference is None:
             raise RuntimeError("reference_kl needs a reference: call freeze_reference() first")
         ids = input_ids.to(self.device)
@@ -290,13 +291,24 @@ class Policy:
 
     @contextmanager
     def _scoring(self, reference: bool) -> Iterator[nn.Module]:
-        """The model that scores: this policy's, or the frozen reference (under LoRA the same
-        model with its adapters switched off)."""
-        if reference and self.lora is not None:
+        """The model that scores: this policy's, or the frozen reference. Under LoRA the
+        reference is the same model with the adapter weights frozen by
+        :meth:`freeze_reference` swapped in for the scoring (then put back), or with its
+        adapters switched off when none were frozen (the base model)."""
+        if not reference:
+            yield self.model
+        elif self.lora is None:
+            yield self._reference_model()
+        elif self._reference_lora is None:
             with self.model.disable_adapter():
                 yield self.model
         else:
-            yield self._reference_model() if reference else self.model
+            current = self.weights()
+            self.load_weights(self._reference_lora)
+            try:
+                yield self.model
+            finally:
+                self.load_weights(current)
 
     def _reference_model(self) -> nn.Module:
         """A frozen copy of the starting weights (LoRA uses the base model instead)."""
@@ -307,10 +319,14 @@ class Policy:
         return self._reference
 
     def freeze_reference(self) -> None:
-        """Take the current weights as the KL reference (call before training starts)."""
+        """Take the current weights as the KL reference (call before training starts). Under
+        LoRA only the adapter weights are kept, so a run that starts from a trained adapter
+        (SFT, DAgger) is measured against that start, not against the base model."""
         if self.lora is None:
             self._reference = None
             self._reference_model()
+        else:
+            self._reference_lora = self.weights()
 
 
 def policies_dir() -> Path:

@@ -18,7 +18,9 @@ training-split scenes:
 3. ``accuracy``: after each of them, ``python -m baselines.rl.recipes.imitation`` (accuracy by skill
    on held-out teacher decisions, val-split scenes);
 4. ``grpo``: ``python -m baselines.train trainer=grpo rollout.team=llm_agents ...`` from the
-   last adapter (reward sharing alpha 0.7, groups by episode seed): ``smollm2-agents-v4-grpo``;
+   last adapter (reward sharing alpha 0.7, groups by episode seed, the KL guard on: KL to the
+   start adapter per update, held-out TR every ``--guard-every`` updates on val-split scenes
+   with seeds of their own): ``smollm2-agents-v4-grpo``;
 5. ``tiny``: the from-scratch tiny policy team trained by SFT on the same teacher episodes
    (does pretraining help?);
 6. ``eval``: ``python -m benchmark.run baseline=llm_agents llm=smollm2 suite=<--suite>`` per
@@ -78,6 +80,7 @@ TINY = "sft-tiny-families"  # the tiny policy team trained on llm_agents' teache
 TINY_DIR = "policy-tiny-families"  # its committed model directory in baselines/adapters/
 PROMPT = "llm_agents_v4"
 DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
+GUARD_SEEDS = 2_000_000  # GRPO's guard evaluates val-split seeds from here (not llm_heldout's)
 
 
 def _run(args: list[str], log: Path) -> float:
@@ -257,11 +260,14 @@ def accuracy(args: argparse.Namespace, out: Path, adapters: dict[str, Path | Non
 
 
 def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None) -> None:
-    """GRPO from the adapter ``start`` (the last DAgger round's, or SFT's): the adapter
-    ``<prefix>-grpo``. Resumes from its checkpoints; skipped when it finished."""
+    """GRPO from the adapter ``start`` (``--grpo-start``, else the last DAgger round's, else
+    SFT's): the adapter ``<prefix>-grpo``. Resumes from its checkpoints; skipped when it
+    finished."""
     if (out / "grpo" / "final_adapter").is_dir():
         return
-    start = start or out / "sft" / "adapter"
+    start = args.grpo_start or start or out / "sft" / "adapter"
+    if not (start / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"GRPO's start {start} is not an adapter directory")
     agents = baseline == "llm_agents"
     lora = (
         [
@@ -289,8 +295,15 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
             f"data.group_size={args.group_size}",
             *([f"rollout.batch_episodes={args.group_size}"] if agents else []),
             f"steps={args.grpo_steps}",
-            "eval.every=0",
-            "eval.episodes=0",
+            # The KL guard judges every update by its KL to the start (the adapter GRPO began
+            # from) and every evaluation by held-out TR, on val-split scenes with seeds of
+            # their own (from 2,000,000: none of the suite's); a failure rolls back.
+            "guard.enabled=true",
+            f"eval.every={args.guard_every}",
+            f"eval.episodes={args.guard_episodes}",
+            f"eval.seed_start={GUARD_SEEDS}",
+            "eval.temperature=0",
+            "checkpoint_every=1",
             "trainer.lr=1e-4",
             "trainer.minibatch_size=8",
             f"trainer.max_samples={args.max_samples}",
@@ -571,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds-per-step", type=int, default=2)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--max-samples", type=int, default=256, help="GRPO samples per update")
+    parser.add_argument(
+        "--grpo-start", type=Path, help="GRPO's start adapter (default: the last DAgger round's)"
+    )
+    parser.add_argument("--guard-every", type=int, default=3, help="GRPO updates an evaluation")
+    parser.add_argument("--guard-episodes", type=int, default=26, help="episodes an evaluation")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--suite", default="llm_heldout", help="llm_agents' held-out suite")
