@@ -32,8 +32,9 @@ from leaderboard.core.verify import verify_episode
 from leaderboard.server import crud
 from leaderboard.server.db.models import Entry, Submission
 from leaderboard.server.db.session import open_database
+from leaderboard.server.services.verification import verify_next, verify_submission
 from leaderboard.server.settings import Settings
-from leaderboard.server.worker import VerificationPool, verify_next, verify_submission
+from leaderboard.server.worker import VerificationPool
 from tests.helpers.lb_bundles import copy_of, edit, run_suite, write_challenge
 
 SEED = Path(__file__).resolve().parents[1] / "leaderboard" / "data" / "smoke"

@@ -26,6 +26,7 @@ from leaderboard.core.archive import BundleError
 from leaderboard.server import crud
 from leaderboard.server.api import board, challenges, submissions
 from leaderboard.server.db.session import open_database
+from leaderboard.server.services import uploads
 from leaderboard.server.settings import Settings
 from leaderboard.server.web import pages
 from leaderboard.server.worker import VerificationPool
@@ -59,10 +60,7 @@ def create_app(settings: Settings, *, workers: bool = True) -> FastAPI:
             requeued = crud.requeue_verifying(session)
         if requeued:
             log.warning("requeued %d submission(s) left verifying by a previous server", requeued)
-        settings.bundles_dir.mkdir(parents=True, exist_ok=True)
-        # A bundle half-written when a previous server died was never a submission.
-        for partial in settings.bundles_dir.glob(".partial-*"):
-            partial.unlink()
+        uploads.prepare_storage(settings)
         pool = VerificationPool(settings, sessions)
         app.state.settings = settings
         app.state.sessions = sessions

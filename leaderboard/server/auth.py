@@ -19,7 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from leaderboard.server import crud
-from leaderboard.server.db.session import get_session
+from leaderboard.server.api.deps import get_session
 
 TOKEN_PREFIX = "lb_"
 TOKEN_BYTES = 32

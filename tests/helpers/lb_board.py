@@ -72,7 +72,7 @@ def submit_verified(
         hashes = frozenset(_salted(salt, h) for h in hashes)
     key = track or bundle.track.key
     suite, version = key.split(".")[0].rsplit("-", 1)
-    # What the server keeps of an accepted upload (leaderboard.server.api.submissions.accept).
+    # What the server keeps of an accepted upload (leaderboard.server.services.uploads.accept).
     stored = stored_form(bundle)
     with sessions() as session:
         team_row = crud.team_by_name(session, team) or crud.create_team(session, team, now)

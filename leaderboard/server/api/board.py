@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from leaderboard.core.ranking import EPISODE_METRICS, RUN_METRICS
 from leaderboard.server import board
-from leaderboard.server.db.session import get_session
+from leaderboard.server.api.deps import get_session
 from leaderboard.server.export import export_archive
 from leaderboard.server.settings import Settings
 

@@ -1,5 +1,6 @@
 """``POST /api/challenges``: the episodes of a hidden-seed test suite, drawn for one team, at
-most ``challenges_per_day`` in any 24 hours (429 past it, concurrent requests included).
+most ``challenges_per_day`` in any 24 hours (429 past it, concurrent requests included:
+:func:`leaderboard.server.services.challenges.issue`).
 
 The answer is the challenge file that ``python -m benchmark.run suite=test
 challenge=challenge.json`` runs; a submission answering it names its id in the manifest (and
@@ -9,19 +10,17 @@ every trace records it). See :mod:`leaderboard.core.challenges` for how the seed
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from benchmark.results.suite import suites
-from leaderboard.core.challenges import issue_challenge
 from leaderboard.core.untrusted import RepeatedKey, unique_keys
 from leaderboard.server import crud
+from leaderboard.server.api.deps import get_session
 from leaderboard.server.auth import TeamIdentity, current_team
-from leaderboard.server.db.session import get_session
+from leaderboard.server.services import challenges
 from leaderboard.server.settings import Settings
 
 router = APIRouter(prefix="/api/challenges", tags=["challenges"])
@@ -73,23 +72,4 @@ def new_challenge(
     session: Annotated[Session, Depends(get_session)],
 ) -> dict[str, Any]:
     settings: Settings = request.app.state.settings
-    hidden = sorted(name for name, suite in suites().items() if suite.hidden)
-    if body.suite not in hidden:
-        raise crud.Refused(
-            422, f"suite: {body.suite!r} is not a hidden-seed suite; those are {hidden}"
-        )
-    now = crud.utcnow()
-    # A cheap first refusal before the draw; the binding check is store_challenge's.
-    crud.check_challenge_rate(session, team.id, settings.challenges_per_day, now)
-    challenge = issue_challenge(
-        settings.secret,
-        team.name,
-        body.suite,
-        now=now,
-        lifetime=timedelta(hours=settings.challenge_lifetime_h),
-        scenes=settings.challenge_scenes,
-    )
-    crud.store_challenge(
-        session, team.id, challenge, issued_at=now, daily_limit=settings.challenges_per_day
-    )
-    return challenge.to_json()
+    return challenges.issue(session, team.id, team.name, body.suite, settings).to_json()

@@ -10,13 +10,11 @@ PostgreSQL is reached through psycopg 3 (``postgresql+psycopg://``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from fastapi import Request
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -100,10 +98,3 @@ def open_database(url: str) -> sessionmaker[Session]:
     engine = make_engine(url)
     upgrade(engine)
     return make_sessions(engine)
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session of the app's sessionmaker (``app.state.sessions``),
-    closed after the request."""
-    with request.app.state.sessions() as session:
-        yield session

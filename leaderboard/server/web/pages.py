@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from leaderboard.core.ranking import EPISODE_METRICS, interval_caption
 from leaderboard.server import board
+from leaderboard.server.api.deps import get_session
 from leaderboard.server.db.models import Entry
-from leaderboard.server.db.session import get_session
 from leaderboard.server.render import PLOT_DPI, PLOT_INCHES, gif_step
 from leaderboard.server.web import images, replays
 
