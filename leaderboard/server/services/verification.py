@@ -14,12 +14,12 @@ bundle that was uploaded (its sha256), replays every episode (``mapper(check, ..
   verification: <first reason>``) and every episode's result. A rejected submission's bundle
   file is deleted unless a submission that is not rejected uses the same file.
 
-A submission the server fails to verify (a bug) is rejected with ``internal error: <type>:
-<message>`` and logged. ``mapper`` is ``map`` to replay in this process, or an
-:class:`~leaderboard.core.episode_pool.EpisodePool`'s ``map`` to replay in worker processes under
-its limits; when that pool is closed (the server is stopping), :class:`PoolClosed` propagates
-and the submission stays ``verifying`` (``crud.requeue_verifying`` queues it again at the next
-start).
+A submission the server fails to verify (a bug) is rejected with an ``internal error: ...``
+reason (:func:`internal_error`) and the whole error is logged. ``mapper`` is ``map`` to replay
+in this process, or an :class:`~leaderboard.core.episode_pool.EpisodePool`'s ``map`` to replay
+in worker processes under its limits; when that pool is closed (the server is stopping),
+:class:`PoolClosed` propagates and the submission stays ``verifying``
+(``crud.requeue_verifying`` queues it again at the next start).
 """
 
 from __future__ import annotations
@@ -147,6 +147,8 @@ def _verify(
     mapper: Mapper,
     check: Check,
 ) -> Outcome:
+    """Read the stored bundle of the ``verifying`` submission ``submission_id`` with the
+    bounded reader, check it is the one uploaded, and replay it; returns what to record."""
     with sessions() as session:
         submission = crud.get_submission(session, submission_id)
         if submission is None or submission.state != "verifying":
