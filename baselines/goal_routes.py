@@ -17,18 +17,22 @@ only at the primitive action level, so at the skill level each predicate has one
 * ``filledWith(X, coffee)`` (and ``isFilledWithLiquid`` where no basin takes X): put it in a
   CoffeeMachine and switch that on.
 
-No skill dirties, empties, fills with wine, unslices or uncooks anything (:func:`no_route`).
+Which states some skill brings about is read off the skills' declarations
+(:mod:`benchmark.skills`: each skill's ``effects`` and ``side_effects``): the built-in ones
+dirty, empty, unslice and uncook nothing, and no liquid source gives wine (:func:`no_route`).
 """
 
 from __future__ import annotations
 
 from benchmark.sim.facts import ObjectFacts
 from benchmark.sim.state_changes import BASINS
+from benchmark.skills import skills_bringing_about
 
 # The heat source a type is best cooked in; others fall back on HEATERS.
 HEAT_FOR = {"BreadSliced": "Toaster"}
 HEATERS = ("Microwave", "Toaster")
-_ONLY_PRIMITIVE = {
+# How to say that no skill brings a state about (whether one does is the skills' declarations').
+_NO_SKILL = {
     ("isDirty", True): "no skill makes an object dirty (only the primitive DirtyObject does)",
     ("isFilledWithLiquid", False): (
         "no skill empties an object (only the primitive EmptyLiquidFromObject does)"
@@ -51,10 +55,12 @@ def unpursuable(team: str, atom: str, why: str) -> UnpursuableGoal:
 
 def no_route(predicate: str, value: bool, target: str | None) -> str | None:
     """Why no sequence of skills can make ``predicate`` take ``value`` on an object that does
-    not have it yet (None when the routes above can)."""
-    if (predicate, value) in _ONLY_PRIMITIVE:
-        return _ONLY_PRIMITIVE[(predicate, value)]
-    if predicate == "filledWith" and target == "wine":
+    not have it yet (None when some declared skill brings it about)."""
+    if not skills_bringing_about(predicate, value):
+        return _NO_SKILL.get(
+            (predicate, value), f"no skill brings about {predicate}={str(value).lower()}"
+        )
+    if predicate == "filledWith" and value and target == "wine":
         return (
             "no skill fills an object with wine: a CoffeeMachine gives coffee and running water "
             "gives water (only the primitive FillObjectWithLiquid gives wine)"

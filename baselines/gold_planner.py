@@ -24,7 +24,7 @@ from benchmark.agents import Team
 from benchmark.env import make_env
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
-from benchmark.skill_names import JOINT_SKILLS, PLAN_SKILLS
+from benchmark.skills import joint_skills, plan_skills
 from benchmark.tasks.decompose import Decomposition, Subtask
 
 MAX_SUBTASKS = 64  # the oracle's whole episode, not an LLM reply's budget
@@ -33,9 +33,9 @@ MAX_SUBTASKS = 64  # the oracle's whole episode, not an LLM reply's budget
 class PlanRecorder(Team):
     """Plays ``teacher`` and records the objects the team saw, in the order it saw them."""
 
-    def __init__(self, teacher: Team, skills: tuple[str, ...] = PLAN_SKILLS) -> None:
+    def __init__(self, teacher: Team, skills: tuple[str, ...] | None = None) -> None:
         self.teacher = teacher
-        self.skills = skills
+        self.skills = plan_skills() if skills is None else skills
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.teacher.reset(agent_ids, task_info)
@@ -110,7 +110,7 @@ def gold_plan(info: TaskInfo, max_subtasks: int = MAX_SUBTASKS) -> Decomposition
         comm=info.comm,
         action_level=info.action_level,
     )
-    recorder = PlanRecorder(OracleTeam(), skills=PLAN_SKILLS + JOINT_SKILLS)
+    recorder = PlanRecorder(OracleTeam(), skills=plan_skills() + joint_skills())
     try:
         trace = run_episode(twin, recorder, seed=info.seed)
     finally:

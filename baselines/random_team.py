@@ -11,7 +11,7 @@ import numpy as np
 
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
-from benchmark.skill_names import PLAIN_SKILLS, TARGETED_SKILLS
+from benchmark.skills import is_targeted, plain_skills, targeted_skills
 
 
 class RandomTeam(Team):
@@ -31,11 +31,11 @@ class RandomTeam(Team):
             if not obs["needs_decision"]:
                 continue
             seen = [o["objectId"] for o in obs["visible"]]
-            choices = [s for s in TARGETED_SKILLS if seen] + [
-                s for s in PLAIN_SKILLS if s != "done"
+            choices = [s for s in targeted_skills() if seen] + [
+                s for s in plain_skills() if s != "done"
             ]
             skill = choices[int(self.rng.integers(len(choices)))]
-            if skill in TARGETED_SKILLS:
+            if is_targeted(skill):
                 actions[name] = f"{skill} {seen[int(self.rng.integers(len(seen)))]}"
             else:
                 actions[name] = skill

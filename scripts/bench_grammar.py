@@ -35,7 +35,7 @@ from baselines.llm_agents.team import decision_schema, read_decision
 from benchmark.llm.hf import HFBackend
 from benchmark.llm.smollm2 import smollm2_dir
 from benchmark.llm.structured import JSON_OPTIONS
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 from benchmark.tasks.decompose import plan_schema, validate
 
 TYPES = ["Apple", "Tomato", "Lettuce", "Fridge", "Cabinet", "CounterTop", "Sink", "Mug", "Pan"]
@@ -184,7 +184,7 @@ def bench(name: str, llm: HFBackend, n_objects: int, repeats: int) -> dict[str, 
     ]
     agents = ["agent_0", "agent_1"]
     schemas = {
-        "decision": decision_schema(SKILLS, objects, ["all", "agent_1"]),
+        "decision": decision_schema(skill_names(), objects, ["all", "agent_1"]),
         "plan": plan_schema(objects, agents, {}, max_subtasks=8),
     }
     chats = {

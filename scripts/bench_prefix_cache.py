@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmark.llm import Sampling, make_llm
 from benchmark.llm.base import Chat
 from benchmark.llm.prefix_cache import prefix_ids
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 
 ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "office", "garage", "pantry", "hall"]
 OBJECTS = ["Apple", "Mug", "Fridge", "Knife", "Lamp", "Bowl", "Towel", "Book", "Pan", "Bread"]
@@ -42,7 +42,7 @@ def system_prompt(team: int) -> str:
         'message {"say": {"to": "all", "text": "..."}}. Never invent objects: use only the ids '
         "you were told about. If you hold something you must put it down before picking up "
         "another object. Opening a receptacle is needed before putting anything inside it. "
-        f"Skills: {', '.join(SKILLS)}. Known objects at the start: {objects}. "
+        f"Skills: {', '.join(skill_names())}. Known objects at the start: {objects}. "
         "Avoid doing what your teammate does."
     )
 

@@ -21,7 +21,7 @@ from benchmark.llm import Constraint, ConstraintError, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.llm.vllm_backend import sampling_params
-from benchmark.skill_names import PLAIN_SKILLS, SKILLS
+from benchmark.skills import plain_skills, skill_names
 from benchmark.tasks.decompose import complete_items, grammar_decompose, plan_schema
 from benchmark.tasks.spec import task_registry
 
@@ -35,7 +35,7 @@ CHATS = [
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     corpus = [t.instructions[level] for t in task_registry().values() for level in t.instructions]
-    corpus += [" ".join(SKILLS), " ".join(OBJECTS), '{"action": "say", "to": "all"} agent_0']
+    corpus += [" ".join(skill_names()), " ".join(OBJECTS), '{"action": "say", "to": "all"} agent_0']
     out = tmp_path_factory.mktemp("tiny")
     save_tiny_llama(out, train_tokenizer(corpus, vocab_size=400))
     return out
@@ -47,7 +47,7 @@ def tiny(tiny_model: Path) -> HFBackend:
 
 
 def decision() -> Constraint:
-    return Constraint(decision_schema(SKILLS, OBJECTS, ["all", "agent_1"], 20), "decision")
+    return Constraint(decision_schema(skill_names(), OBJECTS, ["all", "agent_1"], 20), "decision")
 
 
 def test_a_random_model_decodes_only_valid_decisions_batched_with_free_rows(tiny) -> None:
@@ -59,7 +59,7 @@ def test_a_random_model_decodes_only_valid_decisions_batched_with_free_rows(tiny
             line = read_decision(g.text, c.schema)
             assert line is not None, g.text
             call = parse_action(line)
-            assert call.name in SKILLS and (call.target in OBJECTS or call.target is None)
+            assert call.name in skill_names() and (call.target in OBJECTS or call.target is None)
         assert not gens[1].constrained and read_decision(gens[1].text, c.schema) is None
     usage = tiny.usage.snapshot()
     assert usage["constrained"] == 4 and usage["grammar_steps"] > 0 and usage["grammar_ms"] > 0
@@ -75,7 +75,7 @@ def test_constrained_and_free_generations_never_share_a_cache_entry(tiny_model, 
 
 
 def test_a_truncated_decision_keeps_a_complete_action_and_nothing_else() -> None:
-    schema = decision_schema(SKILLS, OBJECTS, ["all"])
+    schema = decision_schema(skill_names(), OBJECTS, ["all"])
     cut = '{"action": "pickup Apple|+01.00|+00.90|-00.50", "say": {"to": "all", "text": "I ha'
     assert read_decision(cut, schema, truncated=True) == f"pickup {OBJECTS[0]}"
     assert read_decision(cut, schema) is None
@@ -103,11 +103,11 @@ def test_a_decision_cut_before_its_action_is_a_counted_truncation_not_a_guess(ti
 
 
 def test_an_agent_that_knows_no_objects_may_only_use_plain_skills(tiny) -> None:
-    schema = decision_schema(SKILLS, [], [])
-    assert schema["properties"]["action"]["enum"] == list(PLAIN_SKILLS)
+    schema = decision_schema(skill_names(), [], [])
+    assert schema["properties"]["action"]["enum"] == list(plain_skills())
     assert "say" not in schema["properties"]
     gen = tiny.generate(CHATS[:1], Sampling(max_tokens=32), [Constraint(schema, "d")])[0]
-    assert json.loads(gen.text)["action"] in PLAIN_SKILLS
+    assert json.loads(gen.text)["action"] in plain_skills()
     with pytest.raises(ConstraintError, match="no valid action"):
         decision_schema(["pickup", "navigate"], [], [])
     with pytest.raises(ConstraintError, match="unknown skills \\['fly'\\]"):
@@ -290,6 +290,7 @@ def test_agents_read_and_write_handles_and_the_environment_gets_object_ids(tiny_
     target = obs[agent]["visible"][0]["objectId"]
     reply = team.reply_for(agent, f"navigate {target} | say all: found {target}")
     assert "|" not in reply
-    line = read_decision(reply, decision_schema(SKILLS, team.names[agent].handles(), ["all"]))
+    schema = decision_schema(skill_names(), team.names[agent].handles(), ["all"])
+    line = read_decision(reply, schema)
     assert team.names[agent].expand(line) == f"navigate {target} | say all: found {target}"
     assert team.reply_for(agent, "pickup Mug|+09.00|+00.00|+09.00") is None

@@ -16,7 +16,7 @@ from benchmark.env.views import TaskInfo
 from benchmark.metrics.episode import episode_metrics
 from benchmark.metrics.llamar import llamar_metrics
 from benchmark.rollout import run_episode
-from benchmark.skill_names import OBJECT_SKILLS
+from benchmark.skills import object_skills
 
 # Tasks (one per level 1, 2, 4) whose goal atoms are reached by the very actions LLaMAR's
 # checker credits for them (putting in the fridge, which must be opened and closed; opening;
@@ -95,7 +95,7 @@ def test_llamar_coverage_names_every_object_we_count_as_covered(direct) -> None:
         acted = {
             r["target"]
             for r in trace["skills"]
-            if r["success"] and r["skill"] in OBJECT_SKILLS and r["target"] in subjects
+            if r["success"] and r["skill"] in object_skills() and r["target"] in subjects
         }
         assert ours["C"] == len(acted) / len(subjects), key
         assert {theirs["names"][o] for o in acted} <= set(theirs["covered"]), key

@@ -9,7 +9,7 @@ from baselines.rl.core import algos
 from baselines.rl.core.agent_view import AgentView
 from baselines.rl.core.rollout import Decision, EpisodeResult, EpisodeSpec
 from baselines.rl.core.samples import collate, episode_samples, per_unit
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 
 APPLE = "Apple|-00.47|+01.15|+00.48"
 CAB1 = "Cabinet|-01.00|+00.40|+02.00"
@@ -177,7 +177,7 @@ def test_the_demonstrator_records_the_teacher_without_changing_its_episode(teach
     assert len(team.pairs) + team.skipped == decided and len(team.pairs) > team.skipped
     for agent, prompt, reply in team.pairs:
         assert prompt.startswith(f"{agent} of 2. Task:") and prompt.endswith("Action:")
-        assert reply.split()[0] in SKILLS
+        assert reply.split()[0] in skill_names()
 
 
 def test_successful_only_keeps_the_teacher_episodes_it_solved_and_counts_the_rest() -> None:

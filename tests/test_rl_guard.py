@@ -150,7 +150,7 @@ def test_the_reference_kl_is_the_exact_kl_of_the_next_token_distributions(
     with torch.no_grad():
         logp = torch.log_softmax(policy.model(input_ids=ids, attention_mask=attn).logits, -1)
         logq = torch.log_softmax(
-            policy._reference_model()(input_ids=ids, attention_mask=attn).logits, -1
+            policy.reference.frozen_model()(input_ids=ids, attention_mask=attn).logits, -1
         )
     expected = (logp.exp() * (logp - logq)).sum(-1)  # position t-1 predicts token t
     for b, r in enumerate(rows):

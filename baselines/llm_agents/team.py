@@ -30,6 +30,7 @@ names and the LLM chose not to speak.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import deque
@@ -45,7 +46,7 @@ from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
 from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
+from benchmark.skills import action_menu, is_targeted, plain_skills, skill_names
 from benchmark.tasks.goals import parse_clause
 
 HISTORY = 4
@@ -84,11 +85,13 @@ def decision_schema(
 
     With no objects the actions are the plain skills; with no action at all this raises
     :class:`~benchmark.llm.base.ConstraintError`."""
-    unknown = sorted(set(skills) - set(SKILLS))
+    unknown = sorted(set(skills) - set(skill_names()))
     if unknown:
-        raise ConstraintError(f"decision schema: unknown skills {unknown}; valid: {list(SKILLS)}")
-    actions = [f"{s} {o}" for s in skills if s in TARGETED_SKILLS for o in objects]
-    actions += [s for s in skills if s in PLAIN_SKILLS]
+        raise ConstraintError(
+            f"decision schema: unknown skills {unknown}; valid: {list(skill_names())}"
+        )
+    actions = [f"{s} {o}" for s in skills if is_targeted(s) for o in objects]
+    actions += [s for s in skills if not is_targeted(s)]
     if not actions:
         raise ConstraintError(
             f"decision schema: no valid action (skills {list(skills)}, {len(objects)} objects)"
@@ -150,11 +153,14 @@ def read_decision(text: str, schema: Mapping[str, Any], truncated: bool = False)
     return f"{value['action']} | say {say['to']}: {say['text']}"
 
 
-_SKILL_WORD = re.compile(
-    r"\b(" + "|".join(map(re.escape, SKILLS)) + r")\b"
-    r"(?:\s+(?:to|the|into|in|on|at)\b)*\s*([A-Za-z][\w|.+-]*)?",
-    re.IGNORECASE,
-)
+@functools.cache
+def _skill_word(skills: tuple[str, ...]) -> re.Pattern[str]:
+    """A skill word of ``skills`` in prose, with the object word that follows it."""
+    return re.compile(
+        r"\b(" + "|".join(map(re.escape, skills)) + r")\b"
+        r"(?:\s+(?:to|the|into|in|on|at)\b)*\s*([A-Za-z][\w|.+-]*)?",
+        re.IGNORECASE,
+    )
 
 
 def _json_action(text: str) -> str | None:
@@ -198,9 +204,10 @@ def extract_action(text: str, visible: list[str]) -> str | None:
     by_type = {}
     for name in visible:
         by_type.setdefault(re.sub(r"_\d+$", "", type_of_id(name)).lower(), name)
-    for m in _SKILL_WORD.finditer(text):
+    plain = plain_skills()
+    for m in _skill_word(skill_names()).finditer(text):
         skill, word = m.group(1).lower(), (m.group(2) or "")
-        if skill in PLAIN_SKILLS:
+        if skill in plain:
             return skill
         target = word if word in visible else by_type.get(word.lower().rstrip(".,;:!"))
         if target is not None:
@@ -286,7 +293,7 @@ class LLMAgentsTeam(Team):
     def constraint(self, name: str, obs: dict[str, Any]) -> Constraint:
         """The decision schema of ``name`` now (see the module docstring)."""
         drop = self.cannot[name] | ({"pickup"} if obs["holding"] else {"put"})
-        skills = [s for s in SKILLS if s not in drop]
+        skills = [s for s in skill_names() if s not in drop]
         schema = decision_schema(
             skills, self.names[name].handles(), self.recipients(name), self.message_chars
         )
@@ -302,6 +309,7 @@ class LLMAgentsTeam(Team):
             agents=", ".join(self.agents),
             instruction=self.names[name].shorten(self.instruction),
             say=SAY_HINT.format(recipients="|".join(others)) if others else "",
+            actions=action_menu(),
         )
         if self.uses_memory:
             user = self.user.format(memory=self.memory[name].view())

@@ -34,7 +34,7 @@ from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Sampling
 from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import JOINT_SKILLS as JOINT
+from benchmark.skills import is_joint
 from benchmark.tasks.decompose import (
     Decomposition,
     Subtask,
@@ -161,7 +161,7 @@ class LLMPlannerTeam(Team):
         for k, s in enumerate(self.decomposition.subtasks):
             if s.skill != "put" or s.id in self.done or observations[s.agent]["holding"]:
                 continue
-            lifted = {by_id[a].target for a in s.after if a in by_id and by_id[a].skill in JOINT}
+            lifted = {by_id[a].target for a in s.after if a in by_id and is_joint(by_id[a].skill)}
             holder = next(
                 (b for b, o in observations.items() if b != s.agent and o["holding"] in lifted),
                 None,

@@ -20,7 +20,18 @@ from baselines.goal_routes import (
 from baselines.oracle.moving import Mover
 from benchmark.sim.arrange import reachable_by_sight
 from benchmark.sim.state_changes import basin_of, heat_is_on
+from benchmark.skills import skill, skills_bringing_about
 from benchmark.tasks.goals import Atom
+
+
+def direct_skill(predicate: str, value: bool) -> str | None:
+    """The one-agent skill that makes ``predicate`` take ``value`` on the object it names
+    (``open`` for isOpen, ``toggle_off`` for isToggled=false), or None."""
+    for name in skills_bringing_about(predicate, value, side_effects=False):
+        spec = skill(name)
+        if spec.primitive is not None and not spec.joint:
+            return name
+    return None
 
 
 class Recipes(Mover):
@@ -42,28 +53,24 @@ class Recipes(Mover):
             return move(k, atom, subject, team, deciding)
         if p == "isSliced":
             return self._slice(k, self._subject(k, atom))
-        if p == "isCooked":
+        if p == "isCooked" and atom.value:
             return self._cook(k, atom, team, deciding)
-        if p in ("isToggled", "isOpen"):
-            return self._switch(k, atom)
-        if p == "isDirty":
+        if p == "isDirty" and not atom.value:
             return self._wash(k, atom, team, deciding)
-        if p in ("isFilledWithLiquid", "filledWith"):
+        if p in ("isFilledWithLiquid", "filledWith") and atom.value:
             return self._fill(k, atom, team, deciding)
+        verb = direct_skill(p, atom.value)
+        if verb is not None:
+            return self._apply(k, atom, verb)
         raise unpursuable("oracle", atom.key, f"the oracle has no recipe for {p}")
 
     # ------------------------------------------------------------------ switching, opening
-    def _switch(self, k: int, atom: Atom) -> str | None:
-        """Toggle or open/close the atom's object (for a type-level atom, one instance)."""
+    def _apply(self, k: int, atom: Atom, verb: str) -> str | None:
+        """Reach the atom's object (for a type-level atom, one instance) and use the skill
+        that changes its state directly: toggle, open or close it."""
         index = self._subject(k, atom)
         if index < 0:
             return None
-        verb = {
-            ("isToggled", True): "toggle_on",
-            ("isToggled", False): "toggle_off",
-            ("isOpen", True): "open",
-            ("isOpen", False): "close",
-        }[(atom.predicate, atom.value)]
         return self._reach(k, index) or f"{verb} {self.world.specs[index].object_id}"
 
     # ------------------------------------------------------------------ slicing

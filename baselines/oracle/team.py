@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from baselines.oracle.recipes import Recipes
+from baselines.oracle.recipes import Recipes, direct_skill
 from benchmark.agents import Team
 from benchmark.env.skills import SkillFailure
 from benchmark.env.views import PrivilegedView, TaskInfo
 from benchmark.sim.world import World
+from benchmark.skills import joint_skills
 from benchmark.tasks.goals import Atom, matches
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
@@ -114,14 +115,13 @@ class OracleTeam(Team):
         if not cannot:
             return True
         world = self.world
+        direct = direct_skill(atom.predicate, atom.value)
         needs = {
             "inside": {"pickup", "put"},
-            "isToggled": {"toggle_on" if atom.value else "toggle_off"},
-            "isOpen": {"open" if atom.value else "close"},
             "isSliced": {"pickup", "slice"},
-        }.get(atom.predicate, {"pickup", "put", "toggle_on"})
+        }.get(atom.predicate, {direct} if direct else {"pickup", "put", "toggle_on"})
         if self._heavy(atom):
-            needs = {"lift", "put"}
+            needs = {*joint_skills(), "put"}
         subject = world.index_of.get(atom.subject, -1)
         target = world.index_of.get(atom.target or "", -1)
         if (

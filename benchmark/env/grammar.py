@@ -1,11 +1,12 @@
 """The action grammar agents speak, parsed into structured calls.
 
-Skill level: ``<skill> [<objectId>] [| say <agent_k|all>: <text>]`` with skills ``navigate``,
-``pickup``, ``put``, ``open``, ``close``, ``toggle_on``, ``toggle_off``, ``slice``, ``lift``
-(joint), ``explore``, ``wait``, ``done``. Primitive level: an AI2-THOR action name, optionally
-followed by an objectId (``PickupObject Apple|-00.47|+01.15|+00.48``), or ``wait``/``done``;
-the same message suffix applies. Unparseable text raises :class:`ParseError`, which the
-environment turns into failure feedback.
+Skill level: ``<skill> [<objectId>] [| say <agent_k|all>: <text>]`` with the skills of
+:mod:`benchmark.skills` (built in: ``navigate``, ``pickup``, ``put``, ``open``, ``close``,
+``toggle_on``, ``toggle_off``, ``slice``, ``lift`` (joint), ``explore``, ``wait``, ``done``);
+a skill's declaration says whether it takes an objectId. Primitive level: an AI2-THOR action
+name, optionally followed by an objectId (``PickupObject Apple|-00.47|+01.15|+00.48``), or
+``wait``/``done``; the same message suffix applies. Unparseable text raises
+:class:`ParseError`, which the environment turns into failure feedback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from benchmark.sim.actions import ACTIONS
-from benchmark.skill_names import PLAIN_SKILLS, SKILLS, TARGETED_SKILLS
+from benchmark.skills import is_skill, is_targeted, skill_names
 
 _RECIPIENT = re.compile(r"^(all|agent_\d+)$")
 
@@ -69,10 +70,10 @@ def parse_action(text: object, level: str = "skill") -> Call:
             raise ParseError(f"unknown action {name!r}; use an AI2-THOR action name, wait or done")
         return Call(name, target, say)
     name = name.lower()
-    if name not in SKILLS:
-        raise ParseError(f"unknown skill {name!r}; valid skills are {', '.join(SKILLS)}")
-    if name in TARGETED_SKILLS and target is None:
+    if not is_skill(name):
+        raise ParseError(f"unknown skill {name!r}; valid skills are {', '.join(skill_names())}")
+    if is_targeted(name) and target is None:
         raise ParseError(f"'{name}' needs an objectId, e.g. '{name} Apple|-00.47|+01.15|+00.48'")
-    if name in PLAIN_SKILLS and target is not None:
+    if not is_targeted(name) and target is not None:
         raise ParseError(f"'{name}' takes no argument")
     return Call(name, target, say)

@@ -43,7 +43,7 @@ from typing import Any
 
 from benchmark.formats import TRACE_FORMAT
 from benchmark.metrics.specs import at_level
-from benchmark.skill_names import OBJECT_SKILLS, SKILL_OF_PRIMITIVE
+from benchmark.skills import object_skills, skill_of_primitive
 
 METRIC_NAMES = tuple(m.name for m in at_level("episode"))
 REFERENCE_METRIC_NAMES = tuple(m.name for m in at_level("reference"))
@@ -55,7 +55,7 @@ BLOCKED_BY_AGENT = "blocked"
 
 def _kind(skill: str) -> str:
     """The subtask type of a decision: primitive-level actions count as their skill."""
-    return SKILL_OF_PRIMITIVE.get(skill, skill)
+    return skill_of_primitive(skill)
 
 
 def _checklist(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -188,13 +188,14 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
     acted = set()
     attempts: dict[int, set[str]] = {i: set() for i in range(n_atoms)}
     failed = idle = 0
+    acting = object_skills()
     for rec in trace["skills"]:
         kind = _kind(rec["skill"])
         if rec["success"] is False or not rec["accepted"]:
             failed += 1
         elif kind == "wait":
             idle += 1
-        if kind not in OBJECT_SKILLS or not rec["accepted"]:
+        if kind not in acting or not rec["accepted"]:
             continue
         for i, atom in enumerate(checklist):
             if _is_target(atom, rec["target"]):
@@ -246,10 +247,11 @@ def specialisation(traces: Iterable[dict[str, Any]]) -> float | None:
     """NMI between agent identity and subtask type over the object-skill decisions of a run:
     I(agent; type) / sqrt(H(agent) H(type)); None without decisions, 0 if either is constant."""
     joint: Counter = Counter()
+    acting = object_skills()
     for trace in traces:
         for rec in trace["skills"]:
             kind = _kind(rec["skill"])
-            if rec["accepted"] and kind in OBJECT_SKILLS:
+            if rec["accepted"] and kind in acting:
                 joint[(rec["agent"], kind)] += 1
     if not joint:
         return None

@@ -8,7 +8,8 @@ the action log. :func:`llamar_metrics` builds those lists from the trace's check
 trace's action log through the same rules, so both sets of metrics describe the same episode
 (tasks/mapthor/README.md, "Metrics against LLaMAR's", compares them).
 
-**Actions.** Every skill record of the trace is one LLaMAR action: ``navigate`` is
+**Actions.** Every skill record of the trace is one LLaMAR action, the one its declaration names
+(``llamar`` in :mod:`benchmark.skills.catalog`): ``navigate`` is
 ``NavigateTo``, ``pickup`` and ``lift`` are ``PickupObject``, ``put`` is ``PutObject`` of its
 receptacle, ``open``, ``close``, ``toggle_on``, ``toggle_off`` and ``slice`` are the AI2-THOR
 actions, primitive-level actions keep their AI2-THOR names, ``explore`` is a movement (like
@@ -76,17 +77,9 @@ from benchmark.metrics.episode import episode_metrics
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.failures import Failure
 from benchmark.sim.scene import object_type_counts
-from benchmark.skill_names import PRIMITIVE_OF
+from benchmark.skills import is_joint, llamar_action
 
 LLAMAR_METRICS = ("SR", "TR", "C", "B", "L")
-ACTION_OF_SKILL = {
-    **PRIMITIVE_OF,
-    "navigate": "NavigateTo",
-    "lift": "PickupObject",
-    "wait": "Idle",
-    "done": "Done",
-    "explore": "Explore",
-}
 NOT_COUNTED = ("Idle", "Done")  # left out of balance
 STATE_ACTIONS = {  # (predicate, value) -> the action LLaMAR's checkers ask for, after NavigateTo
     ("isOpen", True): "OpenObject",
@@ -172,7 +165,7 @@ def _holders(trace: dict[str, Any]) -> dict[int, bool]:
     object (the one lifter whose tick issued the pickup)."""
     out = {}
     for i, rec in enumerate(trace["skills"]):
-        if rec["skill"] == "lift" and rec["success"]:
+        if is_joint(rec["skill"]) and rec["success"]:
             cell = trace["ticks"][rec["end"]][_index(rec["agent"])]
             out[i] = cell[0] == "PickupObject" and bool(cell[1])
     return out
@@ -234,7 +227,7 @@ def llamar_metrics(
     held: dict[str, str | None] = {}
     actions: Counter = Counter()
     issued = [
-        render(ACTION_OF_SKILL.get(rec["skill"], rec["skill"]), rec["target"])
+        render(llamar_action(rec["skill"]) or rec["skill"], rec["target"])
         for rec in trace["skills"]
         if rec["target"]
     ]
@@ -244,7 +237,7 @@ def llamar_metrics(
     )
     for i in finished:
         rec = trace["skills"][i]
-        act = ACTION_OF_SKILL.get(rec["skill"], rec["skill"])
+        act = llamar_action(rec["skill"]) or rec["skill"]
         agent, target = rec["agent"], rec["target"]
         if not rec["success"]:
             continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from benchmark.llm.base import LLM, Chat, Constraint, ConstraintError, Sampling
 from benchmark.metrics.episode import balance
 from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import PLAN_SKILLS
+from benchmark.skills import plan_menu, plan_skills
 from benchmark.tasks.goals import Atom
 
 
@@ -69,6 +69,7 @@ def build_prompt(
         instruction=instruction,
         objects="\n".join(f"{o}: {type_of_id(o)}" for o in objects),
         capabilities=limits,
+        skills=plan_menu(),
     )
     return [{"role": "user", "content": text}]
 
@@ -131,7 +132,7 @@ def validate(
         sid = str(item.get("id") or f"s{k + 1}")
         skill, target, agent = item.get("skill"), item.get("target"), item.get("agent")
         after = item.get("after") or []
-        if skill not in PLAN_SKILLS:
+        if skill not in plan_skills():
             errors.append(f"{sid}: unknown skill {skill!r}")
         elif target not in known:
             errors.append(f"{sid}: unknown target {target!r}")
@@ -201,7 +202,7 @@ def plan_schema(
         raise ConstraintError("plan schema: no known objects to plan over")
     if max_subtasks < 1:
         raise ConstraintError(f"plan schema: max_subtasks={max_subtasks} must be at least 1")
-    able = {a: [s for s in PLAN_SKILLS if s not in capabilities.get(a, ())] for a in agents}
+    able = {a: [s for s in plan_skills() if s not in capabilities.get(a, ())] for a in agents}
     able = {a: skills for a, skills in able.items() if skills}
     if not able:
         raise ConstraintError(f"plan schema: none of {list(agents)} may use a plan skill")
@@ -303,7 +304,7 @@ def constrained_decompose(
     relevant = [o for o in objects if type_of_id(o).lower() in instruction.lower()] or list(
         objects
     )[:20]
-    candidates = [f"{s} {o}" for o in relevant for s in PLAN_SKILLS]
+    candidates = [f"{s} {o}" for o in relevant for s in plan_skills()]
     chat = build_prompt(template, instruction, objects, agents, capabilities)
     chosen: list[Subtask] = []
     last: dict[str, str] = {}

@@ -28,7 +28,7 @@ from benchmark.sim.catalog import ROOM_TYPES, ithor_scenes, normalize_scene
 from benchmark.sim.facts import scene_splits
 from benchmark.sim.initialize import MAX_AGENTS
 from benchmark.sim.scene import object_type_counts
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 from benchmark.tasks.goal_rules import (
     clause_needs,
     clause_problem,
@@ -273,9 +273,11 @@ def parse_task(data: Any, path: Path) -> TaskSpec:
                 path, f"capabilities[{k}]", "a mapping with 'name' and optional 'cannot'", cap
             )
         cannot = _str_list(path, f"capabilities[{k}].cannot", cap.get("cannot"))
-        bad = [s for s in cannot if s not in SKILLS]
+        bad = [s for s in cannot if s not in skill_names()]
         if bad:
-            raise _fail(path, f"capabilities[{k}].cannot", f"skills from {list(SKILLS)}", bad)
+            raise _fail(
+                path, f"capabilities[{k}].cannot", f"skills from {list(skill_names())}", bad
+            )
         caps.append(Capability(cap["name"], frozenset(cannot)))
     limits = data.get("limits")
     if not isinstance(limits, dict) or set(limits) != {"ticks", "decisions"}:

@@ -1,5 +1,6 @@
 """The trained policy: a transformers causal LM (optionally with LoRA adapters through ``peft``
-and a value head for PPO), its token-level generation and its batched log-probabilities.
+and a value head for PPO), its token-level generation and its batched log-probabilities; the
+reference it is measured against is :mod:`baselines.rl.core.reference`.
 
 Generation works on token ids: the trainer keeps exactly the ids the generator produced, with
 the logprobs of the model's own distribution (temperature 1) at each generated token.
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from baselines.rl.core.reference import Reference
 from baselines.rl.core.scoring import place, predict
 from benchmark.llm.base import Sampling, pad_left
 
@@ -124,8 +125,7 @@ class Policy:
             self.value_head = nn.Linear(hidden, 1).to(self.device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
-        self._reference: nn.Module | None = None
-        self._reference_lora: dict[str, torch.Tensor] | None = None  # frozen adapter weights
+        self.reference = Reference(self.model, lora is not None, self.weights, self.load_weights)
         eos = {self.tokenizer.eos_token_id}
         self.stop_ids = eos - {None}
 
@@ -244,7 +244,7 @@ class Policy:
         mask = attention_mask.to(self.device)
         need_hidden = values and self.value_head is not None and not reference
         grad = torch.is_grad_enabled() and not reference
-        with self._scoring(reference) as model, torch.set_grad_enabled(grad):
+        with self.reference.scoring(reference) as model, torch.set_grad_enabled(grad):
             positions, targets, logits, hidden, valid = predict(
                 model, ids, mask, prompt_lengths, need_hidden, self.tokenizer.pad_token_id
             )
@@ -275,13 +275,13 @@ class Policy:
         distributions over the whole vocabulary, at the positions :meth:`forward` scores
         (zeros elsewhere). Costs one forward pass of each model; the reference must exist
         (:meth:`freeze_reference`; under LoRA without it, the base model)."""
-        if self.lora is None and self._reference is None:
+        if not self.reference.exists:
             raise RuntimeError("reference_kl needs a reference: call freeze_reference() first")
         ids = input_ids.to(self.device)
         mask = attention_mask.to(self.device)
         dists = []
         for reference in (False, True):
-            with self._scoring(reference) as model:
+            with self.reference.scoring(reference) as model:
                 positions, _, logits, _, valid = predict(
                     model, ids, mask, prompt_lengths, False, self.tokenizer.pad_token_id
                 )
@@ -289,44 +289,10 @@ class Policy:
         logp, logq = dists
         return place(ids.shape, positions, (logp.exp() * (logp - logq)).sum(-1) * valid)
 
-    @contextmanager
-    def _scoring(self, reference: bool) -> Iterator[nn.Module]:
-        """The model that scores: this policy's, or the frozen reference. Under LoRA the
-        reference is the same model with the adapter weights frozen by
-        :meth:`freeze_reference` swapped in for the scoring (then put back), or with its
-        adapters switched off when none were frozen (the base model)."""
-        if not reference:
-            yield self.model
-        elif self.lora is None:
-            yield self._reference_model()
-        elif self._reference_lora is None:
-            with self.model.disable_adapter():
-                yield self.model
-        else:
-            current = self.weights()
-            self.load_weights(self._reference_lora)
-            try:
-                yield self.model
-            finally:
-                self.load_weights(current)
-
-    def _reference_model(self) -> nn.Module:
-        """A frozen copy of the starting weights (LoRA uses the base model instead)."""
-        if self._reference is None:
-            self._reference = copy.deepcopy(self.model).eval()
-            for p in self._reference.parameters():
-                p.requires_grad_(False)
-        return self._reference
-
     def freeze_reference(self) -> None:
-        """Take the current weights as the KL reference (call before training starts). Under
-        LoRA only the adapter weights are kept, so a run that starts from a trained adapter
-        (SFT, DAgger) is measured against that start, not against the base model."""
-        if self.lora is None:
-            self._reference = None
-            self._reference_model()
-        else:
-            self._reference_lora = self.weights()
+        """Take the current weights as the KL reference (call before training starts; under
+        LoRA the adapter weights: see :mod:`baselines.rl.core.reference`)."""
+        self.reference.freeze()
 
 
 def policies_dir() -> Path:

@@ -32,7 +32,7 @@ from benchmark.agents import make_team
 from benchmark.llm.base import Constraint, Sampling
 from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 
 HELDOUT_SEED = 2_000_000  # first seed of held-out teacher episodes (training seeds are below)
 PROMPT = "llm_agents_v4"
@@ -127,7 +127,7 @@ def imitation_accuracy(
                 if target_of(want) is not None:
                     c["targeted"] += 1
                     c["target"] += target_of(got) == target_of(want)
-    order = ["all", "critical", *(s for s in SKILLS if s in counts)]
+    order = ["all", "critical", *(s for s in skill_names() if s in counts)]
     table = {}
     for group in order:
         c = counts[group]

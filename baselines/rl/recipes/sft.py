@@ -28,7 +28,7 @@ from benchmark.env.views import TaskInfo
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
-from benchmark.skill_names import SKILLS
+from benchmark.skills import skill_names
 from benchmark.tasks.spec import task_registry
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def tokenizer_corpus(demos: list[dict[str, Any]]) -> list[str]:
     corpus = [d["prompt"] + "\n" + d["reply"] for d in demos]
     for spec in task_registry().values():
         corpus += list(spec.instructions.values())
-    corpus.append(" ".join(SKILLS) + " say all agent_0 agent_1 agent_2 agent_3 agent_4")
+    corpus.append(" ".join(skill_names()) + " say all agent_0 agent_1 agent_2 agent_3 agent_4")
     return corpus
 
 

@@ -36,7 +36,7 @@ from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
 from benchmark.sim.catalog import type_of_id
-from benchmark.skill_names import TARGETED_SKILLS
+from benchmark.skills import is_targeted
 
 TASKS = ("transport_produce_fridge_v0", "switch_off_kitchen_v0", "search_produce_kitchen_v0")
 VIEWS = ("v3", "memory")
@@ -95,7 +95,7 @@ class ViewChecker(Team):
             memory = self.teams["memory"].memory[agent]
             if any(memory.seen[o].in_sight for o in memory.unsearched()[:MAX_UNSEARCHED]):
                 self.counts["memory/explore_beside_unsearched"] += 1
-        elif skill in TARGETED_SKILLS and target:
+        elif is_targeted(skill) and target:
             self.counts["targeted"] += 1
             for view, team in self.teams.items():
                 handle = team.names[agent].by_id.get(target)

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from benchmark.sim.failures import PERMANENT
 from benchmark.sim.world import ActionResult, World
+from benchmark.skills import is_joint
 
 
 class SkillFailure(StrEnum):
@@ -93,14 +94,15 @@ class Skill:
         lift_failure: tuple[str, str] | None = None,
     ) -> None:
         """Account for one tick: talking delays the start, a rejected skill ends after its
-        tick, a lift ends with the joint outcome (``lift_failure``: its reason and feedback),
+        tick, a joint skill (a lift) ends with the joint outcome (``lift_failure``: its reason
+        and feedback),
         others look at their action's ``result``."""
         if self.delay > 0:
             self.delay -= 1
         elif self.rejected:
             self.ticks += 1
             self.finished = True
-        elif self.name == "lift":
+        elif is_joint(self.name):
             self.ticks += 1
             if lift_failure is not None:
                 self.finish(False, lift_failure[1], lift_failure[0])

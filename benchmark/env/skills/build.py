@@ -12,7 +12,8 @@ from benchmark.env.skills.walking import Explore, Navigate
 from benchmark.sim.failures import Failure
 from benchmark.sim.planning import Pose, sight_poses
 from benchmark.sim.world import World
-from benchmark.skill_names import PRIMITIVE_OF
+from benchmark.skills import is_joint
+from benchmark.skills import skill as skill_spec
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,11 @@ def build_skill(call: Call, ctx: SkillContext) -> Skill:
         return Skill(name, target).reject(
             SkillFailure.NOT_ALLOWED, f"{ctx.name} ({ctx.profile}) cannot {name}"
         )
-    if name in ("done", "wait"):
+    spec = skill_spec(name)
+    if spec.motion == "explore":
+        return Explore(name, visited=ctx.visited)
+    if not spec.targeted:
         return Skill(name)
-    if name == "explore":
-        return Explore("explore", visited=ctx.visited)
     world = ctx.world
     index = world.index_of.get(target or "", -1)
     if index < 0:
@@ -109,20 +111,22 @@ def build_skill(call: Call, ctx: SkillContext) -> Skill:
         return Skill(name, target).reject(
             SkillFailure.NOT_KNOWN, f"you do not know where {target} is yet"
         )
-    if name == "navigate":
+    if spec.motion == "to_target":
         poses = ctx.sight_poses(index)
         if not poses:
             return Skill(name, target).reject(
                 SkillFailure.NO_VIEWPOINT, f"{target} cannot be seen from anywhere now"
             )
         return Navigate(name, target, poses=poses)
-    if name == "pickup" and index in ctx.heavy:
+    if spec.joint:
+        return Skill(name, target)
+    if spec.primitive == "PickupObject" and index in ctx.heavy:
         return Skill(name, target).reject(
             SkillFailure.TOO_HEAVY, f"{target} is too heavy: two agents must lift it together"
         )
-    if name == "lift":
-        return Skill("lift", target)
-    return Skill(name, target, primitive={"action": PRIMITIVE_OF[name], "objectId": target})
+    if spec.primitive is None:
+        return Skill(name, target)
+    return Skill(name, target, primitive={"action": spec.primitive, "objectId": target})
 
 
 def _primitive_skill(call: Call, ctx: SkillContext) -> Skill:
@@ -172,7 +176,7 @@ def tick_actions(
             skill.walking = walking
         if skill is None or skill.finished or finished[k] or skill.delay > 0 or skill.rejected:
             continue
-        if skill.name == "lift":
+        if is_joint(skill.name):
             lifters.setdefault(world.index_of[skill.target], []).append(k)
             continue
         primitives[k] = skill.next_action(world, k)
