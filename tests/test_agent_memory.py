@@ -4,14 +4,17 @@ embedded simulator."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
-from baselines.heuristic.team import CLAIM_TTL
+from baselines.heuristic.memory import CLAIM_TTL
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.llm_agents.handles import Handles
 from baselines.llm_agents.memory import AgentMemory
-from baselines.rl.recipes.view_check import check_views
+from baselines.rl.recipes.view_check import ViewChecker, check_views
 from benchmark.env import CollabEnv, EnvOptions
+from benchmark.rollout import run_episode
 from benchmark.tasks.goals import parse_clause
 
 APPLE = "Apple|+01.30|+00.98|+00.02"
@@ -118,3 +121,25 @@ def test_a_rearrangement_home_seen_or_heard_is_shown_with_its_object() -> None:
     assert "Bread (in sight, belongs in CounterTop)" not in view  # no longer in sight
     assert "Bread (belongs in CounterTop)" in view
     assert "Mug (belongs in Shelf)" in view
+
+
+# sha256 of the llm_agents_v4 chats (system and user message) of the episodes below, as JSON.
+PINNED_PROMPTS = "57495a460efae314a9ddb4a37738a3fa85ae01716ce555f5a814c3df07c1343c"
+
+
+def test_the_memory_prompts_of_fixed_episodes_are_unchanged_to_the_character() -> None:
+    """Trained adapters read these prompts: at every decision of the heuristic team in three
+    fixed episodes (homes, a joint lift, three agents claiming), the prompt llm_agents_v4 writes
+    is the one they were trained on."""
+    checker = ViewChecker()
+    episodes = (
+        ("rearrange_kitchen_v0", 2),
+        ("heavy_cookware_sink_v0", 2),
+        ("transport_produce_fridge_v0", 3),
+    )
+    for task, n in episodes:
+        options = EnvOptions(split="train", observability="partial", comm=True)
+        run_episode(CollabEnv(task, n_agents=n, options=options), checker, seed=0)
+    chats = checker.prompts["memory"]
+    assert len(chats) == 272
+    assert hashlib.sha256(json.dumps(chats).encode()).hexdigest() == PINNED_PROMPTS

@@ -94,7 +94,7 @@ def test_an_agent_that_cannot_see_homes_learns_them_from_a_teammate() -> None:
         env.reset()
         team = _OneCannotSee()
         trace = run_episode(env, team, seed=2)
-        learner = team.agents["agent_1"].homes
+        learner = team.agents["agent_1"].memory.homes
         learned[comm] = dict(learner.home)
         assert all(env.episode.homes[o] == home for o, home in learner.home.items())
         if comm:

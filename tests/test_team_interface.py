@@ -131,4 +131,5 @@ def test_the_heuristic_never_repeats_an_action_that_cannot_work() -> None:
     fresh.observe(first)
     fresh.decide(first)
     fresh.observe(transient)
-    assert fresh.claims[apple] == "x", "a held object is left to its holder, named structurally"
+    held = "a held object is left to its holder, named structurally"
+    assert fresh.memory.claims[apple] == "x", held

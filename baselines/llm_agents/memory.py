@@ -1,11 +1,11 @@
 """What an LLM agent knows, kept from what it saw, heard and did, and written as its prompt.
 
 A small model can only learn a decision from a prompt that holds what the decision depends on.
-The heuristic teacher decides from a memory (:mod:`baselines.heuristic`): every object it has
-seen and where, the containers searched (by itself or, as reported, by a teammate), the objects
-teammates claimed, and what it is doing. :class:`AgentMemory` keeps the same facts from the
-same inputs (the agent's observations, the messages it receives and its own actions), and
-:meth:`AgentMemory.view` writes them compactly, objects by handle
+The heuristic teacher decides from a memory (:class:`baselines.heuristic.memory.Memory`):
+every object it has seen and where, the containers searched (by itself or, as reported, by a
+teammate), the objects teammates claimed, and what it is doing. :class:`AgentMemory` keeps the
+same facts from the same inputs (the agent's observations, the messages it receives and its own
+actions), and :meth:`AgentMemory.view` writes them compactly, objects by handle
 (:mod:`baselines.llm_agents.handles`):
 
     Tick 14. You hold: nothing. Last: open Cabinet_2 -> ok
@@ -21,22 +21,30 @@ receptacle it belongs in when a rearrangement says (seen ``belongs`` fields, tea
 container is listed as not searched until the agent opened it or a teammate said ``searched``
 it, in sight first; objects in sight are marked. Nothing else is remembered, so the prompt stays
 short.
+
+It reads the goal, the teammates' messages (:data:`~baselines.heuristic.messages.NEWS`), the
+claims' lifetime and the kinds of containers and surfaces as the teacher does, and keeps its
+facts by rules of its own, for they are what the prompt shows rather than what the teacher acts
+on: a claim is shown as last heard (the teacher settles two claims on one object by agent index)
+and its own claims count once said (the teacher's, once chosen); every container the agent
+opened counts as searched (the teacher's, those it opened to search them); a delivered object
+stays marked as delivered; and each object keeps whether it is in sight and how far.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from baselines.heuristic.acting import CONTAINERS, SURFACES
 from baselines.heuristic.goals import GoalReader
-from baselines.heuristic.team import CLAIM_TTL, CONTAINERS, SURFACES
+from baselines.heuristic.memory import CLAIM_TTL
+from baselines.heuristic.messages import NEWS
 from baselines.llm_agents.handles import Handles
 from benchmark.sim.catalog import type_of_id
 from benchmark.sim.facts import object_facts
 
-_MESSAGE = re.compile(r"^(claim|found|searched|done|home) (\S+)(?: in (\S+))?$")
 MAX_UNSEARCHED = 6  # closed containers not searched that the view lists, in sight first
 MAX_PLACES = 6  # other known places (destinations, surfaces in sight) the view lists
 MAX_HEARD = 3  # messages of this decision the view repeats
@@ -105,7 +113,7 @@ class AgentMemory:
             self.last = f"{obs['last_action']} -> {result}"
 
     def _hear(self, sender: str, text: str) -> None:
-        m = _MESSAGE.match(text)
+        m = NEWS.match(text)
         if m is None:
             return
         verb, oid, where = m.groups()
@@ -129,7 +137,7 @@ class AgentMemory:
         if skill == "open" and target:
             self.searched[target] = self.name
         text = say.partition(":")[2].strip()
-        m = _MESSAGE.match(text)
+        m = NEWS.match(text)
         if m is not None and m.group(1) == "claim":
             self.claims[m.group(2)] = (self.name, self.tick)
 

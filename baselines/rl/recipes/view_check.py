@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.heuristic.team import CONTAINERS
+from baselines.heuristic.acting import CONTAINERS
 from baselines.llm_agents import LLMAgentsTeam
 from baselines.llm_agents.memory import MAX_UNSEARCHED
 from benchmark.agents import Team, make_team
