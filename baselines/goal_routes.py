@@ -24,9 +24,8 @@ dirty, empty, unslice and uncook nothing, and no liquid source gives wine (:func
 
 from __future__ import annotations
 
-from benchmark.sim.facts import ObjectFacts
-from benchmark.sim.state_changes import BASINS
 from benchmark.skills import skills_bringing_about
+from benchmark.teamkit import BASINS, ObjectFacts
 
 # The heat source a type is best cooked in; others fall back on HEATERS.
 HEAT_FOR = {"BreadSliced": "Toaster"}

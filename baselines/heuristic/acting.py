@@ -18,9 +18,9 @@ from baselines.heuristic.goals import CARRIED, GoalReader, about, names, places,
 from baselines.heuristic.lift import LiftCrew
 from baselines.heuristic.memory import Memory
 from baselines.heuristic.messages import Herald
-from benchmark.sim.catalog import type_of_id as _type
-from benchmark.sim.state_changes import BASINS
 from benchmark.tasks.goals import HOME, Clause
+from benchmark.teamkit import BASINS
+from benchmark.teamkit import type_of_id as _type
 
 SURFACES = (
     "CounterTop",

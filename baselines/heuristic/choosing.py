@@ -15,8 +15,8 @@ from baselines.goal_routes import no_route, unpursuable
 from baselines.heuristic.goals import about, satisfied, verb
 from baselines.heuristic.memory import CLAIM_TTL, Memory
 from baselines.heuristic.messages import Herald
-from benchmark.sim.catalog import type_of_id as _type
 from benchmark.tasks.goals import HOME, Atom, Clause
+from benchmark.teamkit import type_of_id as _type
 
 
 class Chooser:

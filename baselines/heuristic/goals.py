@@ -14,10 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from baselines.goal_routes import heater_types, liquid_sources, no_route, washing_basins
-from benchmark.sim.catalog import type_of_id
-from benchmark.sim.facts import ObjectFacts
-from benchmark.sim.state_changes import BASINS
 from benchmark.tasks.goals import HOME, Clause
+from benchmark.teamkit import BASINS, ObjectFacts, type_of_id
 
 CARRIED = ("take", "remove", "cook", "wash", "fill")  # verbs that carry the object somewhere
 

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from baselines.heuristic.goals import about
-from benchmark.sim.catalog import type_of_id
-from benchmark.sim.facts import ObjectFacts
 from benchmark.tasks.goals import HOME, Clause
+from benchmark.teamkit import ObjectFacts, type_of_id
 
 QUIET = 3  # observations in a row without a new object before it goes to look at receptacles
 

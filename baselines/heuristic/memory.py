@@ -18,8 +18,8 @@ from typing import Any
 from baselines.heuristic.homes import Homes
 from baselines.heuristic.lift import LiftCrew
 from baselines.heuristic.messages import NEWS
-from benchmark.sim.catalog import type_of_id
 from benchmark.tasks.goals import Clause
+from benchmark.teamkit import type_of_id
 
 CLAIM_TTL = 40  # ticks after which another agent's claim is treated as abandoned
 

@@ -49,9 +49,9 @@ from baselines.heuristic.memory import Memory
 from baselines.heuristic.messages import Herald
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
-from benchmark.sim.catalog import type_of_id as _type
-from benchmark.sim.facts import object_facts
 from benchmark.tasks.goals import Clause, parse_clause
+from benchmark.teamkit import object_facts
+from benchmark.teamkit import type_of_id as _type
 
 
 class HeuristicAgent:

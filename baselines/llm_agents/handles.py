@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from benchmark.env.messaging import OBJECT_ID
-from benchmark.sim.catalog import type_of_id
+from benchmark.teamkit import type_of_id
 
 _HANDLE = re.compile(r"\b[A-Z][A-Za-z]*(?:_\d+)?\b")
 

@@ -42,8 +42,7 @@ from baselines.heuristic.goals import GoalReader
 from baselines.heuristic.memory import CLAIM_TTL
 from baselines.heuristic.messages import NEWS
 from baselines.llm_agents.handles import Handles
-from benchmark.sim.catalog import type_of_id
-from benchmark.sim.facts import object_facts
+from benchmark.teamkit import object_facts, type_of_id
 
 MAX_UNSEARCHED = 6  # closed containers not searched that the view lists, in sight first
 MAX_PLACES = 6  # other known places (destinations, surfaces in sight) the view lists

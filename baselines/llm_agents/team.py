@@ -45,9 +45,9 @@ from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
-from benchmark.sim.catalog import type_of_id
 from benchmark.skills import action_menu, is_targeted, plain_skills, skill_names
 from benchmark.tasks.goals import parse_clause
+from benchmark.teamkit import type_of_id
 
 HISTORY = 4
 MAX_SEEN = 10  # nearest visible objects shown in the prompt (CPU prompts must stay short)

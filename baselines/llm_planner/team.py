@@ -33,7 +33,6 @@ from benchmark.agents import Team
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Sampling
-from benchmark.sim.catalog import type_of_id
 from benchmark.skills import is_joint
 from benchmark.tasks.decompose import (
     Decomposition,
@@ -42,6 +41,7 @@ from benchmark.tasks.decompose import (
     decompose,
     grammar_decompose,
 )
+from benchmark.teamkit import type_of_id
 
 
 class LLMPlannerTeam(Team):

@@ -6,9 +6,8 @@ Every step is read off the true state at each decision.
 
 from __future__ import annotations
 
-from benchmark.sim.scene import GRID_SIZE
-from benchmark.sim.world import World
 from benchmark.tasks.goals import Atom, holds_for, matches
+from benchmark.teamkit.privileged import GRID_SIZE, World
 
 
 class Mover:

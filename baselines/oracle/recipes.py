@@ -18,10 +18,9 @@ from baselines.goal_routes import (
     washing_basins,
 )
 from baselines.oracle.moving import Mover
-from benchmark.sim.arrange import reachable_by_sight
-from benchmark.sim.state_changes import basin_of, heat_is_on
 from benchmark.skills import skill, skills_bringing_about
 from benchmark.tasks.goals import Atom
+from benchmark.teamkit.privileged import basin_of, heat_is_on, reachable_by_sight
 
 
 def direct_skill(predicate: str, value: bool) -> str | None:

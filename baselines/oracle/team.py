@@ -25,9 +25,9 @@ from baselines.oracle.recipes import Recipes, direct_skill
 from benchmark.agents import Team
 from benchmark.env.skills import SkillFailure
 from benchmark.env.views import PrivilegedView, TaskInfo
-from benchmark.sim.world import World
 from benchmark.skills import joint_skills
 from benchmark.tasks.goals import Atom, matches
+from benchmark.teamkit.privileged import World
 
 STEP_COST = 4  # estimated ticks for each interaction in a job
 GIVE_UP_AFTER = 4

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.env.messaging import OBJECT_ID
-from benchmark.sim.catalog import type_of_id
+from benchmark.teamkit import type_of_id
 
 PROMPT_VERSION = "rl_view_v1"
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*(?:_\d+)?")

@@ -35,8 +35,8 @@ from benchmark.agents import Team, make_team
 from benchmark.env import CollabEnv, EnvOptions
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
-from benchmark.sim.catalog import type_of_id
 from benchmark.skills import is_targeted
+from benchmark.teamkit import type_of_id
 
 TASKS = ("transport_produce_fridge_v0", "switch_off_kitchen_v0", "search_produce_kitchen_v0")
 VIEWS = ("v3", "memory")
