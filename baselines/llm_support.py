@@ -1,21 +1,21 @@
-"""What the LLM baselines share: prompt templates, one LLM per process, whether to decode under
-constraints, and usage metrics."""
+"""What the LLM baselines share: prompt templates, the backend an ``llm`` config describes,
+whether to decode under constraints, usage metrics, and :class:`LLMTeam`, the team that takes its
+LLM from the resources its worker lends it."""
 
 from __future__ import annotations
 
-import json
-import threading
+import abc
 from pathlib import Path
 from typing import Any
 
-from benchmark.llm import LLM, make_llm
-from benchmark.llm.batching import batched_llm
+from benchmark.agents import Team
+from benchmark.env.views import TaskInfo
+from benchmark.llm import LLM
+from benchmark.llm.resources import LLMPool, LLMResources
 
 # Each LLM baseline keeps its prompt templates in its own package (``<baseline>/prompts/``).
 PROMPT_DIRS = tuple(Path(__file__).parent / b / "prompts" for b in ("llm_agents", "llm_planner"))
 ADAPTERS_DIR = Path(__file__).parent / "adapters"  # committed LoRA adapters, by name
-_LLMS: dict[str, LLM] = {}
-_LOADING = threading.Lock()  # the episodes of a batched rollout ask at once
 
 
 def load_prompt(name: str) -> str:
@@ -43,29 +43,23 @@ def resolve_adapter(adapter: str) -> Path:
     return path
 
 
-def shared_llm(config: dict[str, Any]) -> LLM:
-    """The backend described by an ``llm`` config (backend, model, options), loaded once per
-    process so that every episode a Ray worker runs reuses it."""
+def config_llm(config: dict[str, Any] | None, llms: LLMPool) -> LLM:
+    """The backend described by an ``llm`` config (backend, model, options, adapter), from the
+    worker's pool ``llms``, where it is loaded once. The config's decoding options
+    (``constrained``) do not change the model: both settings share one backend."""
     if not isinstance(config, dict) or config.get("backend") in (None, "none"):
         raise ValueError(
             "this baseline needs an LLM: set llm=smollm2, llm=hf, llm=openai or llm=vllm"
         )
-    # Decoding options (constrained) do not change the model: both settings share one load.
-    model = {k: v for k, v in config.items() if k != "constrained"}
-    key = json.dumps(model, sort_keys=True, default=str)
-    with _LOADING:
-        if key not in _LLMS:
-            options = dict(config.get("options") or {})
-            if config.get("adapter"):
-                if config["backend"] not in ("smollm2", "hf"):
-                    raise ValueError(
-                        f"llm.adapter needs a local model (llm=smollm2 or llm=hf), not "
-                        f"backend {config['backend']!r}"
-                    )
-                options["adapter"] = str(resolve_adapter(str(config["adapter"])))
-            _LLMS[key] = make_llm(config["backend"], model=config.get("model", ""), **options)
-    # Inside a batched rollout, the episode's share of the batch (the backend elsewhere).
-    return batched_llm(_LLMS[key])
+    options = dict(config.get("options") or {})
+    if config.get("adapter"):
+        if config["backend"] not in ("smollm2", "hf"):
+            raise ValueError(
+                f"llm.adapter needs a local model (llm=smollm2 or llm=hf), not "
+                f"backend {config['backend']!r}"
+            )
+        options["adapter"] = str(resolve_adapter(str(config["adapter"])))
+    return llms.get(config["backend"], config.get("model", ""), **options)
 
 
 def constrained_default(llm: dict[str, Any] | None, constrained: bool | None) -> bool:
@@ -112,3 +106,52 @@ class UsageMeter:
             "llm/fallback_rate": self.fallbacks / self.parsed if self.parsed else 0.0,
             "llm/truncated_rate": self.truncated / self.parsed if self.parsed else 0.0,
         }
+
+
+class LLMTeam(Team):
+    """A team that asks an LLM: the backend its ``llm`` config describes, from the resources
+    its worker lends it (:meth:`bind`). ``reset`` takes the LLM the resources make of that
+    backend (in a batched rollout, the episode's share of it), starts the episode's
+    :class:`UsageMeter` and then :meth:`start`, the team's own start of an episode."""
+
+    llm_config: dict[str, Any] | None
+    resources: LLMResources | None = None
+
+    def bind(self, resources: LLMResources) -> None:
+        self.resources = resources
+
+    def backend(self) -> LLM:
+        """The worker's backend this team asks (the one its ``llm`` config describes)."""
+        llms = self._lent().llms
+        if llms is None:
+            raise ValueError(
+                f"{type(self).__name__} loads its LLM from its worker's pool, and its "
+                "LLMResources lend none (llms=None)"
+            )
+        return config_llm(self.llm_config, llms)
+
+    def _lent(self) -> LLMResources:
+        if self.resources is None:
+            raise ValueError(
+                f"{type(self).__name__} asks an LLM and was lent no LLM resources: build it "
+                "with make_team(..., resources=LLMResources(...)) or call bind() before reset"
+            )
+        return self.resources
+
+    def _load_llm(self) -> LLM:
+        return self._lent().llm(self.backend())
+
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        self.llm = self._load_llm()
+        self.meter = UsageMeter(self.llm)
+        self.start(agent_ids, task_info)
+
+    @abc.abstractmethod
+    def start(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        """The team's state at the start of an episode."""
+
+    def metrics(self) -> dict[str, float]:
+        return self.meter.metrics()
+
+    def close(self) -> None:
+        """The LLM stays loaded in the worker's pool for the next episode."""

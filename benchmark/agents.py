@@ -3,9 +3,11 @@
 A team subclasses :class:`Team`: it implements ``reset(agent_ids, task_info)`` and
 ``act(observations) -> actions``; ``act`` receives every agent's observation and returns action
 text for the agents whose observation has ``needs_decision`` set. The optional hooks have
-defaults: ``rewarded`` sees each step's rewards, ``metrics`` and ``plan`` add to the episode's
-result row, ``close`` releases resources. A team may be one central controller or one policy
-per agent. Teams are found by name through the ``collab_bench.agents`` entry-point group
+defaults: ``bind`` receives the LLM resources of the worker that plays the team (its backends
+and, when episodes are batched, the episode's batch seat: :mod:`benchmark.llm.resources`),
+``rewarded`` sees each step's rewards, ``metrics`` and ``plan`` add to the episode's result row,
+``close`` releases resources. A team may be one central controller or one policy per agent.
+Teams are found by name through the ``collab_bench.agents`` entry-point group
 (``pyproject.toml``), or by a ``module:Class`` path, so the benchmark never imports them itself.
 """
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from benchmark.env.views import TaskInfo
 
 if TYPE_CHECKING:
+    from benchmark.llm.resources import LLMResources
     from benchmark.tasks.decompose import Decomposition
 
 ENTRY_POINT_GROUP = "collab_bench.agents"
@@ -26,6 +29,13 @@ ENTRY_POINT_GROUP = "collab_bench.agents"
 
 class Team(abc.ABC):
     """What the episode loop (:func:`benchmark.rollout.run_episode`) needs from a team."""
+
+    def bind(self, resources: LLMResources) -> None:
+        """Take the LLM resources of the worker that plays this team: the backends it holds,
+        and the episode's batch seat when it plays several episodes at once. Called before
+        ``reset``; they hold for the episodes that follow until the next ``bind``. A team
+        that asks an LLM refuses to start without them; the others ignore them."""
+        return None
 
     @abc.abstractmethod
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
@@ -59,8 +69,9 @@ def registered_teams() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def make_team(name: str, **kwargs: Any) -> Team:
-    """Instantiate a team by registered name or ``module:Class`` path."""
+def make_team(name: str, resources: LLMResources | None = None, **kwargs: Any) -> Team:
+    """Instantiate a team by registered name or ``module:Class`` path, with ``kwargs``; with
+    ``resources``, bound to them (:meth:`Team.bind`)."""
     path = name if ":" in name else registered_teams().get(name)
     if path is None:
         raise ValueError(
@@ -73,4 +84,7 @@ def make_team(name: str, **kwargs: Any) -> Team:
         raise ValueError(f"cannot load team {name!r} from {path!r}: {err}") from err
     if not (isinstance(cls, type) and issubclass(cls, Team)):
         raise ValueError(f"{path} is not a subclass of benchmark.agents.Team")
-    return cls(**kwargs)
+    team = cls(**kwargs)
+    if resources is not None:
+        team.bind(resources)
+    return team

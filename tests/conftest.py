@@ -132,6 +132,14 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def llm_pool():
+    """The test session's LLM backends, each loaded once (as a worker holds them)."""
+    from benchmark.llm.resources import LLMPool
+
+    return LLMPool()
+
+
 def check_containment(meta: dict) -> None:
     """Assert that containment reads the same both ways in one agent's metadata: an object's
     receptacles list it, and a receptacle's contents list it among their receptacles."""

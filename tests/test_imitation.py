@@ -24,6 +24,7 @@ from baselines.rl.recipes.sft import keep_routine, run_sft
 from benchmark.agents import make_team
 from benchmark.env import make_env
 from benchmark.llm.base import Generation
+from benchmark.llm.resources import LLMResources
 
 TASKS = ["transport_apple_fridge_v0", "switch_off_bedroom_v0", "search_phone_bedroom_v0"]
 
@@ -93,12 +94,13 @@ def test_routine_decisions_are_thinned_and_the_others_all_kept() -> None:
 
 
 def test_dagger_labels_the_learners_own_states_with_the_teachers_decisions(
-    tiny_model: Path,
+    tiny_model: Path, llm_pool
 ) -> None:
     llm = {"backend": "hf", "model": str(tiny_model), "options": {}}
     env = make_env(TASKS[0], n_agents=2, seed=3)
     obs, _ = env.reset(seed=3)
     dagger = DaggerTeam(LLMAgentsTeam(llm=llm, prompt="llm_agents_v4"), make_team("heuristic"))
+    dagger.bind(LLMResources(llm_pool))
     shadow = make_team("heuristic")  # the teacher fed the same observations, on its own
     agents = list(env.possible_agents)
     dagger.reset(agents, env.task_info())

@@ -292,9 +292,10 @@ def test_constrained_plans_follow_the_scores_within_the_capabilities() -> None:
     assert not nothing.ok and nothing.errors == ["empty plan"]
 
 
-def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path) -> None:
+def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path, llm_pool) -> None:
     from baselines.llm_agents.team import FALLBACK, LLMAgentsTeam, extract_action
     from benchmark.env import make_env
+    from benchmark.llm.resources import LLMResources
     from benchmark.rollout import run_episode
 
     seen = ["Apple|1|0|0", "Fridge|5|0|0"]
@@ -308,6 +309,7 @@ def test_llm_agents_turn_garbage_into_counted_failures(tiny_model: Path) -> None
     team = LLMAgentsTeam(
         llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=8, constrained=False
     )
+    team.bind(LLMResources(llm_pool))
     env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
     trace = run_episode(env, team, seed=0)
     m = team.metrics()

@@ -10,15 +10,18 @@ import pytest
 
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.llm.batching import run_batched
+from benchmark.llm.batching import BatchSeat, run_batched
+from benchmark.llm.resources import LLMPool, LLMResources
 from benchmark.rollout import run_episode
 
 EPISODES = [("switch_off_kitchen_v0", 1), ("search_produce_kitchen_v0", 2)]
 
 
-def _episode(task: str, seed: int, llm: dict) -> tuple[str, dict]:
+def _episode(
+    task: str, seed: int, llm: dict, pool: LLMPool, seat: BatchSeat | None = None
+) -> tuple[str, dict]:
     env = make_env(task, n_agents=2, seed=seed)
-    team = make_team("llm_agents", llm=llm, max_tokens=2)
+    team = make_team("llm_agents", resources=LLMResources(pool, seat), llm=llm, max_tokens=2)
     trace = run_episode(env, team, seed=seed)
     # Latency is wall time (a batch's is shared by its episodes); everything else must match.
     return trace["trace_hash"], {k: v for k, v in team.metrics().items() if k != "llm/latency_ms"}
@@ -29,9 +32,11 @@ def llm(tiny_model: Path) -> dict:
     return {"backend": "hf", "model": str(tiny_model), "options": {}}
 
 
-def test_batched_episodes_play_as_they_do_one_after_another(llm: dict) -> None:
-    alone = [_episode(task, seed, llm) for task, seed in EPISODES]
-    together, stats = run_batched([lambda t=t, s=s: _episode(t, s, llm) for t, s in EPISODES])
+def test_batched_episodes_play_as_they_do_one_after_another(llm: dict, llm_pool: LLMPool) -> None:
+    alone = [_episode(task, seed, llm, llm_pool) for task, seed in EPISODES]
+    together, stats = run_batched(
+        [lambda seat, t=t, s=s: _episode(t, s, llm, llm_pool, seat) for t, s in EPISODES]
+    )
     assert together == alone
     calls = sum(m["llm/calls"] for _, m in alone)
     # Each decision round of the three episodes was one backend call.
@@ -39,22 +44,25 @@ def test_batched_episodes_play_as_they_do_one_after_another(llm: dict) -> None:
     assert max(stats.batch_sizes) == 2 * len(EPISODES)
 
 
-def test_one_failing_episode_leaves_the_others_to_finish(llm: dict) -> None:
-    def broken() -> None:
+def test_one_failing_episode_leaves_the_others_to_finish(llm: dict, llm_pool: LLMPool) -> None:
+    def broken(seat: BatchSeat) -> None:
         raise RuntimeError("an episode that fails at once")
 
     task, seed = EPISODES[0]
-    results, _ = run_batched([broken, lambda: _episode(task, seed, llm)])
+    results, _ = run_batched([broken, lambda seat: _episode(task, seed, llm, llm_pool, seat)])
     assert isinstance(results[0], RuntimeError)
     trace_hash, metrics = results[1]
     assert len(trace_hash) == 64 and metrics["llm/calls"] > 0
 
 
-def test_episodes_batched_together_must_share_one_backend(llm: dict, tiny_model: Path) -> None:
+def test_episodes_batched_together_must_share_one_backend(llm: dict, llm_pool: LLMPool) -> None:
     other = {**llm, "options": {"threads": 1}}  # another backend instance
     task, seed = EPISODES[0]
     results, _ = run_batched(
-        [lambda: _episode(task, seed, llm), lambda: _episode(task, seed, other)]
+        [
+            lambda seat: _episode(task, seed, llm, llm_pool, seat),
+            lambda seat: _episode(task, seed, other, llm_pool, seat),
+        ]
     )
     errors = [r for r in results if isinstance(r, ValueError)]
     assert len(errors) == 1 and "must share one LLM" in str(errors[0])

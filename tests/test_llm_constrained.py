@@ -19,6 +19,7 @@ from baselines.llm_support import constrained_default, load_prompt
 from benchmark.env.grammar import parse_action
 from benchmark.llm import Constraint, ConstraintError, Sampling, make_llm
 from benchmark.llm.hf import HFBackend
+from benchmark.llm.resources import LLMResources
 from benchmark.llm.tiny import save_tiny_llama, train_tokenizer
 from benchmark.llm.vllm_backend import sampling_params
 from benchmark.skills import plain_skills, skill_names
@@ -89,10 +90,13 @@ def test_a_truncated_decision_keeps_a_complete_action_and_nothing_else() -> None
     )
 
 
-def test_a_decision_cut_before_its_action_is_a_counted_truncation_not_a_guess(tiny_model) -> None:
+def test_a_decision_cut_before_its_action_is_a_counted_truncation_not_a_guess(
+    tiny_model, llm_pool
+) -> None:
     from benchmark.env import make_env
 
     team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=3)
+    team.bind(LLMResources(llm_pool))
     env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
     obs, _ = env.reset(seed=0)
     team.reset(list(env.possible_agents), env.task_info())
@@ -216,12 +220,13 @@ def test_a_schema_the_server_refuses_falls_back_to_free_form_once_per_name(serve
 
 
 @pytest.mark.parametrize("server", [False], indirect=True)
-def test_a_server_that_ignores_the_schema_leads_to_counted_fallbacks(server) -> None:
+def test_a_server_that_ignores_the_schema_leads_to_counted_fallbacks(server, llm_pool) -> None:
     from benchmark.env import make_env
 
     _, url = server
     llm = {"backend": "openai", "model": "tiny", "options": {"base_url": url, "max_retries": 0}}
     team = LLMAgentsTeam(llm=llm, max_tokens=8)
+    team.bind(LLMResources(llm_pool))
     env = make_env("switch_off_bedroom_v0", n_agents=2, seed=0)
     obs, _ = env.reset(seed=0)
     team.reset(list(env.possible_agents), env.task_info())
@@ -266,10 +271,13 @@ def test_constrained_is_the_default_and_the_llm_config_can_turn_it_off() -> None
     assert not LLMAgentsTeam(llm={"backend": "smollm2", "constrained": False}).constrained
 
 
-def test_agents_read_and_write_handles_and_the_environment_gets_object_ids(tiny_model) -> None:
+def test_agents_read_and_write_handles_and_the_environment_gets_object_ids(
+    tiny_model, llm_pool
+) -> None:
     from benchmark.env import make_env
 
     team = LLMAgentsTeam(llm={"backend": "hf", "model": str(tiny_model)}, max_tokens=48)
+    team.bind(LLMResources(llm_pool))
     env = make_env("transport_apple_fridge_v0", n_agents=2, seed=0)
     obs, _ = env.reset(seed=0)
     team.reset(list(env.possible_agents), env.task_info())

@@ -197,10 +197,11 @@ def test_cached_prefixes_give_the_tokens_and_logprobs_of_whole_prompts(
 
 
 def test_the_prefix_cache_size_is_an_llm_option_and_must_not_be_negative(tiny_model: Path) -> None:
-    from baselines.llm_support import shared_llm
+    from baselines.llm_support import config_llm
+    from benchmark.llm.resources import LLMPool
 
     config = {"backend": "hf", "model": str(tiny_model), "options": {"prefix_cache": 0}}
-    llm = shared_llm(config)
+    llm = config_llm(config, LLMPool())
     assert isinstance(llm, HFBackend) and llm.prefixes.capacity == 0
     llm.generate([chat(0, "go")], Sampling(max_tokens=2))
     assert len(llm.prefixes) == 0 and llm.tokens_encoded == len(llm.prompt_ids(chat(0, "go")))

@@ -18,6 +18,7 @@ from baselines.llm_agents import LLMAgentsTeam
 from baselines.llm_planner import LLMPlannerTeam
 from benchmark.env import make_env
 from benchmark.env.grammar import parse_action
+from benchmark.llm.resources import LLMResources
 from benchmark.paths import REPO_ROOT
 from benchmark.tasks.decompose import quality
 
@@ -31,9 +32,10 @@ def _first_observations(task: str):
     return env, obs
 
 
-def test_constrained_smollm2_decisions_and_plans_parse_on_real_observations() -> None:
+def test_constrained_smollm2_decisions_and_plans_parse_on_real_observations(llm_pool) -> None:
     env, obs = _first_observations("transport_produce_fridge_v0")
     agents = LLMAgentsTeam(llm={"backend": "smollm2"})
+    agents.bind(LLMResources(llm_pool))
     agents.reset(list(env.possible_agents), env.task_info())
     for _ in range(2):
         actions = agents.act(obs)
@@ -46,6 +48,7 @@ def test_constrained_smollm2_decisions_and_plans_parse_on_real_observations() ->
 
     env, obs = _first_observations("transport_produce_fridge_v0")
     planner = LLMPlannerTeam(llm={"backend": "smollm2"}, max_tokens=160, max_replans=0)
+    planner.bind(LLMResources(llm_pool))
     planner.reset(list(env.possible_agents), env.task_info())
     planner.act(obs)
     plan = planner.decomposition

@@ -10,11 +10,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from baselines.llm_agents.team import read_decision
-from baselines.llm_support import resolve_adapter, shared_llm
+from baselines.llm_support import config_llm, resolve_adapter
 from baselines.rl.core.config import SFTConfig
 from baselines.rl.core.policy import LoraOptions, Policy
 from baselines.rl.recipes.llm_demos import llm_demonstrations
 from benchmark.llm.adapters import merge_adapter, save_adapter
+from benchmark.llm.resources import LLMPool
 from benchmark.llm.tiny import save_tiny_llama
 from benchmark.tasks.decompose import validate
 
@@ -111,7 +112,8 @@ def test_an_adapter_loads_on_its_base_model_only(tmp_path: Path, tiny_model: Pat
     with pytest.raises(ValueError, match="neither a committed adapter"):
         resolve_adapter("no-such-adapter")
     with pytest.raises(ValueError, match=r"llm\.adapter needs a local model"):
-        shared_llm({"backend": "openai", "model": "m", "adapter": str(saved), "options": {}})
+        config = {"backend": "openai", "model": "m", "adapter": str(saved), "options": {}}
+        config_llm(config, LLMPool())
 
 
 def test_llm_agents_play_and_record_decisions_as_a_training_team(tiny_model: Path) -> None:

@@ -39,12 +39,11 @@ from typing import Any
 
 from baselines.llm_agents.handles import Handles
 from baselines.llm_agents.memory import AgentMemory
-from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
-from benchmark.agents import Team
+from baselines.llm_support import LLMTeam, constrained_default, load_prompt
 from benchmark.env.grammar import ParseError, parse_action
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
-from benchmark.llm import LLM, Constraint, ConstraintError, Generation, Sampling
+from benchmark.llm import Constraint, ConstraintError, Generation, Sampling
 from benchmark.skills import action_menu, is_targeted, plain_skills, skill_names
 from benchmark.tasks.goals import parse_clause
 from benchmark.teamkit import type_of_id
@@ -215,7 +214,7 @@ def extract_action(text: str, visible: list[str]) -> str | None:
     return None
 
 
-class LLMAgentsTeam(Team):
+class LLMAgentsTeam(LLMTeam):
     """Decentralised LLM agents (one prompt per agent per decision, batched)."""
 
     def __init__(
@@ -242,14 +241,6 @@ class LLMAgentsTeam(Team):
         self.sampling = Sampling(max_tokens=max_tokens, temperature=temperature, seed=seed)
         self.constrained = constrained_default(llm, constrained)
         self.message_chars = message_chars
-
-    def _load_llm(self) -> LLM:
-        return shared_llm(self.llm_config)
-
-    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        self.llm = self._load_llm()
-        self.meter = UsageMeter(self.llm)
-        self.start(agent_ids, task_info)
 
     def start(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         """The agents' memories at the start of an episode (no LLM needed: a demonstration
@@ -395,9 +386,3 @@ class LLMAgentsTeam(Team):
             actions[a] = self._comm(a, observations[a], line)
             self.acted(a, actions[a])
         return actions
-
-    def metrics(self) -> dict[str, float]:
-        return self.meter.metrics()
-
-    def close(self) -> None:
-        """The LLM stays loaded for the next episode in this process."""

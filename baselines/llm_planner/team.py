@@ -28,11 +28,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from baselines.llm_support import UsageMeter, constrained_default, load_prompt, shared_llm
-from benchmark.agents import Team
+from baselines.llm_support import LLMTeam, constrained_default, load_prompt
 from benchmark.env.messaging import OBJECT_ID
 from benchmark.env.views import TaskInfo
-from benchmark.llm import LLM, Sampling
+from benchmark.llm import Sampling
 from benchmark.skills import is_joint
 from benchmark.tasks.decompose import (
     Decomposition,
@@ -44,7 +43,7 @@ from benchmark.tasks.decompose import (
 from benchmark.teamkit import type_of_id
 
 
-class LLMPlannerTeam(Team):
+class LLMPlannerTeam(LLMTeam):
     """Decompose, allocate, execute; re-plan on failures and discoveries."""
 
     def __init__(
@@ -66,14 +65,6 @@ class LLMPlannerTeam(Team):
         self.max_replans = max_replans
         self.sampling = Sampling(max_tokens=max_tokens)
         self.failures_before_replan = failures_before_replan
-
-    def _load_llm(self) -> LLM:
-        return shared_llm(self.llm_config)
-
-    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
-        self.llm = self._load_llm()
-        self.meter = UsageMeter(self.llm)
-        self.start(agent_ids, task_info)
 
     def start(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         """The executor's state at the start of an episode: no plan yet."""
@@ -233,6 +224,3 @@ class LLMPlannerTeam(Team):
 
     def plan(self) -> Decomposition | None:
         return self.decomposition
-
-    def close(self) -> None:
-        """The LLM stays loaded for the next episode in this process."""

@@ -8,11 +8,14 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from benchmark.paths import CONFIGS_DIR
+
+if TYPE_CHECKING:
+    from benchmark.llm.resources import LLMResources
 
 
 def _tokens_per_s(llm: Any, batch: int, max_tokens: int, repeats: int) -> float:
@@ -252,13 +255,13 @@ def _ready_episode(task: str, seed: int) -> tuple[Any, dict[str, Any]]:
 
 
 def _decision_rounds(
-    env: Any, obs: dict[str, Any], rounds: int, llm: dict[str, Any]
+    env: Any, obs: dict[str, Any], rounds: int, llm: dict[str, Any], lent: LLMResources
 ) -> tuple[int, list]:
-    """The first ``rounds`` decision rounds of an ``llm_agents`` team in a reset env: (LLM
-    decisions made, the actions of each round)."""
+    """The first ``rounds`` decision rounds of an ``llm_agents`` team in a reset env, lent the
+    LLM resources ``lent``: (LLM decisions made, the actions of each round)."""
     from benchmark.agents import make_team
 
-    team = make_team("llm_agents", llm=llm)
+    team = make_team("llm_agents", resources=lent, llm=llm)
     team.reset(list(env.possible_agents), env.task_info())
     played = []
     while env.agents and len(played) < rounds:
@@ -275,18 +278,24 @@ def bench_llm_agents(k: int = 8, rounds: int = 4) -> dict[str, Any]:
     ``rounds`` decision rounds of each, side by side; and whether both chose the same actions
     (greedy decoding: they must)."""
     from benchmark.llm.batching import run_batched
+    from benchmark.llm.resources import LLMPool, LLMResources
 
     llm = {"backend": "smollm2", "model": "", "options": {}}
+    llms = LLMPool()  # one model for both ways of playing
     episodes = _smoke_episodes(k)
-    _decision_rounds(*_ready_episode(*episodes[0]), 1, llm)  # load the model before timing
+    # Load the model before timing.
+    _decision_rounds(*_ready_episode(*episodes[0]), 1, llm, LLMResources(llms))
     ready = [_ready_episode(task, seed) for task, seed in episodes]
     start = time.perf_counter()
-    alone = [_decision_rounds(env, obs, rounds, llm) for env, obs in ready]
+    alone = [_decision_rounds(env, obs, rounds, llm, LLMResources(llms)) for env, obs in ready]
     sequential = time.perf_counter() - start
     ready = [_ready_episode(task, seed) for task, seed in episodes]
     start = time.perf_counter()
     together, stats = run_batched(
-        [lambda e=e, o=o: _decision_rounds(e, o, rounds, llm) for e, o in ready]
+        [
+            lambda seat, e=e, o=o: _decision_rounds(e, o, rounds, llm, LLMResources(llms, seat))
+            for e, o in ready
+        ]
     )
     batched = time.perf_counter() - start
     for result in together:

@@ -1,10 +1,12 @@
 """Play several episodes at once and send all their pending LLM calls in one batched call.
 
-:func:`run_batched` runs K callables (one episode each) in K threads. Inside them, the LLM a
-team gets from :func:`batched_llm` is a :class:`BatchedLLM`: its ``generate`` waits until every
-episode still running has a call pending (or has finished), then the last one to arrive sends
-all the pending chats to the real backend in one ``generate`` and hands each episode its own
-generations. So a decision round of K episodes x n agents is one batch instead of K.
+:func:`run_batched` runs K callables (one episode each) in K threads and hands each its
+:class:`BatchSeat`; the team of that episode receives the seat with its LLM resources
+(:class:`~benchmark.llm.resources.LLMResources`) and calls the LLM the seat gives it, a
+:class:`BatchedLLM`: its ``generate`` waits until every episode still running has a call pending
+(or has finished), then the last one to arrive sends all the pending chats to the real backend in
+one ``generate`` and hands each episode its own generations. So a decision round of K episodes x
+n agents is one batch instead of K.
 
 Only one thread computes at a time (the others wait for their replies), so the episodes play
 exactly as they would one after another: the batch a call joins depends only on the episodes'
@@ -30,7 +32,6 @@ from typing import Any, TypeVar
 from benchmark.llm.base import LLM, Chat, Generation, Sampling, Usage
 
 T = TypeVar("T")
-_LOCAL = threading.local()
 
 
 @dataclass
@@ -129,6 +130,11 @@ class BatchedLLM:
         self.name = self._llm.name
         self.usage = Usage()
 
+    @property
+    def backend(self) -> LLM:
+        """The backend this episode shares with the others of its batch."""
+        return self._llm
+
     def generate(self, chats: list[Chat], sampling: Sampling, **extra: Any) -> list[Generation]:
         """Join the next batch of the episodes' calls. ``extra``: per-chat arguments of the
         backend (lists as long as ``chats``), passed through."""
@@ -152,22 +158,28 @@ class BatchedLLM:
         return getattr(self._llm, name)
 
 
-def batched_llm(llm: LLM) -> LLM:
-    """The LLM a team should use: inside :func:`run_batched`, this episode's
-    :class:`BatchedLLM` over ``llm``; elsewhere ``llm`` itself. Episodes batched together
-    share one backend (ValueError otherwise)."""
-    rendezvous: _Rendezvous | None = getattr(_LOCAL, "rendezvous", None)
-    if rendezvous is None:
-        return llm
-    with rendezvous.lock:
-        if rendezvous.llm is None:
-            rendezvous.llm = llm
-        elif rendezvous.llm is not llm:
-            raise ValueError(
-                f"episodes batched together must share one LLM; got {llm.name!r} beside "
-                f"{rendezvous.llm.name!r}"
-            )
-    return BatchedLLM(rendezvous, _LOCAL.episode)
+class BatchSeat:
+    """One episode's place in a batch of episodes played at once (:func:`run_batched` hands it
+    to the episode): :meth:`share` turns the worker's backend into this episode's share of
+    the batch."""
+
+    def __init__(self, rendezvous: _Rendezvous, episode: int) -> None:
+        self._rendezvous = rendezvous
+        self.episode = episode
+
+    def share(self, llm: LLM) -> BatchedLLM:
+        """This episode's :class:`BatchedLLM` over ``llm``. The episodes of one batch share one
+        backend: the first to ask names it, and any other backend is a ValueError."""
+        rendezvous = self._rendezvous
+        with rendezvous.lock:
+            if rendezvous.llm is None:
+                rendezvous.llm = llm
+            elif rendezvous.llm is not llm:
+                raise ValueError(
+                    f"episodes batched together must share one LLM; got {llm.name!r} beside "
+                    f"{rendezvous.llm.name!r}"
+                )
+        return BatchedLLM(rendezvous, self.episode)
 
 
 @dataclass(frozen=True)
@@ -179,21 +191,20 @@ class BatchStats:
 
 
 def run_batched(
-    episodes: Sequence[Callable[[], T]],
+    episodes: Sequence[Callable[[BatchSeat], T]],
 ) -> tuple[list[T | BaseException], BatchStats]:
-    """Run the episodes at once (one thread each), their LLM calls batched; each episode's
-    result, or the exception it raised, in order."""
+    """Run the episodes at once (one thread each), each called with its :class:`BatchSeat`, so
+    that the LLM calls of the teams given their seats are batched; each episode's result, or
+    the exception it raised, in order."""
     rendezvous = _Rendezvous(len(episodes))
     results: list[Any] = [None] * len(episodes)
 
     def play(k: int) -> None:
-        _LOCAL.rendezvous, _LOCAL.episode = rendezvous, k
         try:
-            results[k] = episodes[k]()
+            results[k] = episodes[k](BatchSeat(rendezvous, k))
         except BaseException as err:  # one episode's failure is its own result
             results[k] = err
         finally:
-            _LOCAL.rendezvous = None
             rendezvous.finished()
 
     threads = [threading.Thread(target=play, args=(k,), daemon=True) for k in range(len(episodes))]

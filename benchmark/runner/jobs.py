@@ -3,6 +3,10 @@
 A job never raises: an episode that raises is retried ``retries`` times, then returned as an
 error row carrying the message, so nothing is ever silently dropped. (A worker process that dies
 cannot return anything: :mod:`benchmark.runner.execute` retries and records those.)
+
+Every team a job builds is bound to the worker's LLM resources (:meth:`benchmark.agents.Team.bind`):
+the process's :data:`WORKER_LLMS`, so a worker loads each model once for all the jobs it runs,
+and in a batch of jobs each episode's batch seat.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from typing import Any
 
 from benchmark.agents import make_team
 from benchmark.env import make_env
-from benchmark.llm.batching import run_batched
+from benchmark.llm.batching import BatchSeat, run_batched
+from benchmark.llm.resources import LLMPool, LLMResources
 from benchmark.metrics.episode import episode_metrics
 from benchmark.results.suite import EpisodeRef
 from benchmark.rollout import run_episode
 from benchmark.tasks.decompose import quality
 from benchmark.tasks.spec import TaskSpec, load_task, load_task_file
+
+WORKER_LLMS = LLMPool()  # this process's backends, lent to the team of every job it runs
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ def _source(job: Job) -> dict[str, str]:
     return {"task_file": job.task_file, "task_sha256": job.task_sha256} if job.task_file else {}
 
 
-def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
+def _episode(job: Job, seat: BatchSeat | None) -> tuple[dict[str, Any], dict[str, Any]]:
     task = (
         load_task_file(job.task_file, sha256=job.task_sha256)
         if job.task_file
@@ -67,7 +74,8 @@ def _episode(job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
     if job.reference:
         options["strict_agents"] = False
     env = make_env(task, scene=job.scene, n_agents=job.n_agents, seed=job.seed, **options)
-    team = make_team(job.baseline, **job.team_kwargs)
+    lent = LLMResources(llms=WORKER_LLMS, batch=seat)
+    team = make_team(job.baseline, resources=lent, **job.team_kwargs)
     try:
         trace = run_episode(env, team, seed=job.seed)
         extra = dict(team.metrics())
@@ -153,17 +161,20 @@ def error_result(job: Job, attempts: int, error: str) -> dict[str, Any]:
     return {"job": asdict(job), "row": row, "trace": None}
 
 
-def run_job(job: Job, retries: int = 1, attempts_before: int = 0) -> dict[str, Any]:
+def run_job(
+    job: Job, retries: int = 1, attempts_before: int = 0, seat: BatchSeat | None = None
+) -> dict[str, Any]:
     """Run ``job``; returns ``{"job": ..., "row": ..., "trace": ... or None}``.
 
     ``attempts_before`` counts attempts already spent elsewhere (a worker that died playing the
-    episode): the row's ``attempts`` includes them, and ``retries`` is what is left.
+    episode): the row's ``attempts`` includes them, and ``retries`` is what is left. ``seat``:
+    the episode's place in a batch of jobs played at once (:func:`run_jobs`).
     """
     errors = []
     for attempt in range(retries + 1):
         start = time.perf_counter()
         try:
-            row, trace = _episode(job)
+            row, trace = _episode(job, seat)
         except Exception as err:  # any failure of one episode is recorded, never fatal
             errors.append(f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=4)}")
             continue

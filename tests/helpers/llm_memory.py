@@ -13,10 +13,12 @@ import sys
 
 from baselines.llm_planner import LLMPlannerTeam
 from benchmark.env import make_env
+from benchmark.llm.resources import LLMPool, LLMResources
 
 
 def main(kwargs: dict, decisions: int, task: str = "transport_produce_fridge_v0") -> dict:
     team = LLMPlannerTeam(llm={"backend": "smollm2"}, **kwargs)
+    team.bind(LLMResources(LLMPool()))
     env = make_env(task, n_agents=2, seed=0, split="test")
     obs, _ = env.reset(seed=0)
     team.reset(list(env.possible_agents), env.task_info())

@@ -25,7 +25,6 @@ from baselines.llm_planner import LLMPlannerTeam
 from baselines.rl.core.policy_team import SEED_STRIDE, Decision
 from benchmark.env.views import TaskInfo
 from benchmark.llm import LLM, Chat, Constraint, Generation, Sampling
-from benchmark.llm.batching import batched_llm
 
 LLM_TEAMS = ("llm_agents", "llm_planner")
 PLANNER = "planner"  # the agent name of the planner's decisions
@@ -77,8 +76,9 @@ def _decision(agent: str, turn: int, gen: Generation, action: str) -> Decision:
 
 
 class _Seeded:
-    """What both teams add to their baseline: the policy's backend, per-call sampling seeds and
-    the decisions record (mixed in before the baseline's class)."""
+    """What both teams add to their baseline: the policy's backend (in place of the worker's
+    pool; the resources the rollout lends still say whether the episode is batched), per-call
+    sampling seeds and the decisions record (mixed in before the baseline's class)."""
 
     sampling: Sampling
     decisions: dict[str, list[Decision]]
@@ -95,9 +95,9 @@ class _Seeded:
         self.sampling = replace(self.sampling, temperature=temperature, top_p=top_p)
         self.llm_backend, self.episode_seed = llm, episode_seed
 
-    def _load_llm(self) -> LLM:
-        # Inside batched rollouts, this episode's share of the batch (the backend elsewhere).
-        return batched_llm(self.llm_backend)
+    def backend(self) -> LLM:
+        """The policy's backend."""
+        return self.llm_backend
 
     def _recorded(self, agent_ids: list[str]) -> list[str]:
         return agent_ids
@@ -135,7 +135,7 @@ class PlannerTrainingTeam(_Seeded, LLMPlannerTeam):
     """``llm_planner`` on the policy, recording every plan."""
 
     def _load_llm(self) -> LLM:
-        return _Recorder(batched_llm(self.llm_backend))
+        return _Recorder(super()._load_llm())
 
     def _recorded(self, agent_ids: list[str]) -> list[str]:
         return [PLANNER]

@@ -20,7 +20,8 @@ from baselines.rl.core.checks import ConfigError, at_least, in_range, one_of
 from baselines.rl.core.llm_teams import LLM_TEAMS, training_team
 from baselines.rl.core.policy_team import MODES, Decision, Generator, PolicyTeam
 from benchmark.env import CollabEnv, EnvOptions
-from benchmark.llm.batching import run_batched
+from benchmark.llm.batching import BatchSeat, run_batched
+from benchmark.llm.resources import LLMResources
 from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
 from benchmark.tasks.spec import AMBIGUITY_LEVELS
@@ -118,9 +119,11 @@ def play_episode(
     spec: EpisodeSpec,
     options: RolloutSettings,
     keep_trace: bool = False,
+    seat: BatchSeat | None = None,
 ) -> EpisodeResult:
     """Play one episode: one generator for every agent, or ``{"shared": g}``, or one per
-    agent name (``policy_sharing=per_agent``)."""
+    agent name (``policy_sharing=per_agent``). ``seat``: the episode's place in a batch of
+    episodes played at once (their LLM calls batched)."""
     if not isinstance(generators, dict):
         generators = {"shared": generators}
     start = time.perf_counter()
@@ -136,6 +139,7 @@ def play_episode(
         if options.prompt:
             kwargs["prompt"] = options.prompt
         team = training_team(options.team, generators["shared"], spec.gen_seed, **kwargs)
+    team.bind(LLMResources(batch=seat))
     trace = run_episode(env, team, seed=spec.seed)
     decisions = team.decisions
     returns = {a: sum(d.reward for d in ds) for a, ds in decisions.items()}
@@ -179,7 +183,10 @@ class RolloutWorker:
         for k in range(0, len(specs), opts.batch_episodes):
             chunk = specs[k : k + opts.batch_episodes]
             results, _ = run_batched(
-                [lambda s=s: play_episode(self.generators, s, opts, keep_trace) for s in chunk]
+                [
+                    lambda seat, s=s: play_episode(self.generators, s, opts, keep_trace, seat)
+                    for s in chunk
+                ]
             )
             for result in results:
                 if isinstance(result, BaseException):

@@ -19,6 +19,7 @@ in it.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +29,8 @@ from baselines.llm_agents import LLMAgentsTeam
 from baselines.rl.recipes.llm_demos import played_env, teacher_reply
 from benchmark.agents import Team, make_team
 from benchmark.env.views import TaskInfo
-from benchmark.llm.batching import run_batched
+from benchmark.llm.batching import BatchSeat, run_batched
+from benchmark.llm.resources import LLMPool, LLMResources
 from benchmark.metrics.episode import episode_metrics
 from benchmark.rollout import run_episode
 
@@ -38,6 +40,10 @@ class DaggerTeam(Team):
 
     def __init__(self, learner: LLMAgentsTeam, teacher: Team) -> None:
         self.learner, self.teacher = learner, teacher
+
+    def bind(self, resources: LLMResources) -> None:
+        self.learner.bind(resources)
+        self.teacher.bind(resources)
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         self.learner.reset(agent_ids, task_info)
@@ -73,9 +79,18 @@ class DaggerTeam(Team):
         self.teacher.close()
 
 
-def _episode(task: str, seed: int, split: str, llm: dict[str, Any], prompt: str) -> dict[str, Any]:
+def _episode(
+    task: str,
+    seed: int,
+    split: str,
+    llm: dict[str, Any],
+    prompt: str,
+    llms: LLMPool,
+    seat: BatchSeat | None = None,
+) -> dict[str, Any]:
     env = played_env(task, split)
     team = DaggerTeam(LLMAgentsTeam(llm=llm, prompt=prompt), make_team("heuristic"))
+    team.bind(LLMResources(llms, seat))
     try:
         trace = run_episode(env, team, seed=seed)
     finally:
@@ -109,9 +124,10 @@ def collect(
     log: Any = print,
 ) -> list[dict[str, Any]]:
     """Play the ``(task, seed)`` episodes with the learner ``llm`` (an ``llm`` config with its
-    adapter) and append each one's labelled decisions to ``out`` (jsonl, one demonstration a
-    line) and its summary to ``out``'s ``.episodes.jsonl`` sibling; episodes already there are
-    not played again. The summaries of all the episodes."""
+    adapter, loaded once for all of them) and append each one's labelled decisions to ``out``
+    (jsonl, one demonstration a line) and its summary to ``out``'s ``.episodes.jsonl`` sibling;
+    episodes already there are not played again. The summaries of all the episodes."""
+    llms = LLMPool()
     summaries_file = out.with_suffix(".episodes.jsonl")
     done: dict[tuple[str, int], dict[str, Any]] = {}
     if summaries_file.is_file():
@@ -125,7 +141,7 @@ def collect(
     for k in range(0, len(todo), batch):
         group = todo[k : k + batch]
         results, _ = run_batched(
-            [lambda t=t, s=s: _episode(t, s, split, llm, prompt) for t, s in group]
+            [functools.partial(_episode, t, s, split, llm, prompt, llms) for t, s in group]
         )
         for result in results:
             if isinstance(result, BaseException):

@@ -157,8 +157,9 @@ def format_table(table: dict[str, dict[str, float]]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from baselines.llm_support import shared_llm
+    from baselines.llm_support import config_llm
     from baselines.rl.recipes.llm_recipe import FAMILY_TASKS
+    from benchmark.llm.resources import LLMPool
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--adapter", default=None, help="committed adapter name or directory")
@@ -172,8 +173,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     decisions, stats = heldout_decisions(FAMILY_TASKS, args.episodes, args.per_skill)
     options = {} if args.dtype == "float32" else {"dtype": args.dtype}
-    llm = shared_llm(
-        {"backend": "smollm2", "model": "", "options": options, "adapter": args.adapter}
+    llm = config_llm(
+        {"backend": "smollm2", "model": "", "options": options, "adapter": args.adapter},
+        LLMPool(),
     )
     table = imitation_accuracy(llm, decisions)
     print(json.dumps({"adapter": args.adapter, "dtype": args.dtype, **stats, "accuracy": table}))
