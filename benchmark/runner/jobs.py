@@ -93,6 +93,7 @@ def _episode(job: Job, seat: BatchSeat | None) -> tuple[dict[str, Any], dict[str
         "scene": trace["config"]["scene"],
         **episode_metrics(trace),
         "trace_hash": trace["trace_hash"],
+        **({"members": trace["members"]} if "members" in trace else {}),
     }
     return row, trace
 
