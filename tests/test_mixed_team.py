@@ -122,21 +122,26 @@ def test_an_llm_member_gets_its_llm_config_and_a_label_naming_it() -> None:
     assert spec[1].kwargs["prompt"] == "llm_agents_v4" and spec[0].label == "heuristic"
 
 
-def test_the_runner_plays_a_mixed_team_and_its_rows_carry_the_members(tmp_path: Path) -> None:
+def _run_mixed(out: Path, suite: str) -> dict:
+    """The runner, inline, with the default mixed team (heuristic on agent_0, random the rest)."""
     register_configs()
     with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
         cfg = compose(
             "run",
             overrides=[
-                f"output_dir={tmp_path}",
+                f"output_dir={out}",
                 "logger.console=false",
                 "baseline=mixed",
-                "baseline.name=benchmark.agents.mixed:MixedTeam",
-                f"suite.entries=[{{task: {TASK}, split: test, n_agents: [2], seeds: [0, 1]}}]",
+                suite,
                 "workers=0",
             ],
         )
-    result = run(cfg, Console(quiet=True))
+    return run(cfg, Console(quiet=True))
+
+
+def test_the_runner_plays_a_mixed_team_and_its_rows_carry_the_members(tmp_path: Path) -> None:
+    entries = f"suite.entries=[{{task: {TASK}, split: test, n_agents: [2], seeds: [0, 1]}}]"
+    result = _run_mixed(tmp_path, entries)
     rows = [r for r in result["rows"] if not r.get("reference")]
     assert len(rows) == 2 and all(r["status"] == "ok" for r in rows)
     for row in rows:
@@ -152,20 +157,7 @@ def test_a_mixed_run_is_packed_and_verified_by_the_leaderboard(tmp_path: Path) -
     from leaderboard.core.bundle import read_bundle
     from leaderboard.core.verify import verify_bundle
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIGS_DIR), version_base="1.3"):
-        cfg = compose(
-            "run",
-            overrides=[
-                f"output_dir={tmp_path / 'run'}",
-                "logger.console=false",
-                "baseline=mixed",
-                "baseline.name=benchmark.agents.mixed:MixedTeam",
-                "suite=smoke",
-                "workers=0",
-            ],
-        )
-    run(cfg, Console(quiet=True))
+    _run_mixed(tmp_path / "run", "suite=smoke")
     packed = pack_run(tmp_path / "run", tmp_path / "mixed.tar.gz", {"method": "mixed"})
     data = packed.read_bytes()
     verdict = verify_bundle(read_bundle(io.BytesIO(data)))
