@@ -11,6 +11,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: play
 .PHONY: mutation clean
 
 $(BIN)/python:
@@ -37,6 +38,14 @@ run: setup
 # A local leaderboard seeded with the reference baselines (verified by replay); prints its URL.
 leaderboard: setup
 	$(BIN)/python -m leaderboard.tools.seed data_dir=leaderboard_data
+
+# Play agent_0 of a transport episode beside a heuristic partner, on a page at 127.0.0.1 (its
+# address is printed); the finished episode's trace and row go to outputs/play/. Settings:
+# PLAY="seed=3 humans=[agent_0,agent_1] n_agents=3" (see benchmark/play/__main__.py).
+PLAY ?=
+play: setup
+	$(BIN)/python -m benchmark.play task=transport_apple_fridge_v0 n_agents=2 seed=0 \
+		'humans=[agent_0]' partners=heuristic out=outputs/play $(PLAY)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check benchmark baselines leaderboard tests scripts
