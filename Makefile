@@ -11,7 +11,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
-.PHONY: mutation clean
+.PHONY: mutation clean device-check-bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,12 @@ rl: setup
 # comparison with the base model): adapters and REPORT.md in baselines/adapters/.
 train-llm: setup
 	$(BIN)/python -m baselines.rl.recipes.llm_recipe --out outputs/llm_recipe
+
+# What the GPU check (scripts/device_check.sh) carries to the offline GPU machine: .device/ (wheels
+# for Python 3.12 manylinux x86-64, SmolLM2's config and tokenizer). Prints each share and fails
+# when it and the working tree exceed the 64 MiB that travel.
+device-check-bundle: $(INSTALLED)
+	$(BIN)/python scripts/device_bundle.py
 
 clean:
 	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache
