@@ -12,7 +12,7 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
 .PHONY: play
-.PHONY: mutation clean
+.PHONY: mutation clean device-check-bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,12 @@ rl: setup
 # comparison with the base model): adapters and REPORT.md in baselines/adapters/.
 train-llm: setup
 	$(BIN)/python -m baselines.rl.recipes.llm_recipe --out outputs/llm_recipe
+
+# What the GPU check (scripts/device_check.sh) carries to the offline GPU machine: .device/ (wheels
+# for Python 3.12 manylinux x86-64, SmolLM2's config and tokenizer). Prints each share and fails
+# when it and the working tree exceed the 64 MiB that travel.
+device-check-bundle: $(INSTALLED)
+	$(BIN)/python scripts/device_bundle.py
 
 clean:
 	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache
