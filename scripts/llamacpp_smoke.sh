@@ -4,13 +4,16 @@
 # embedded SmolLM2 GGUF file, runs the compatibility probe (python -m benchmark.llm.compat)
 # against it, plays the smoke suite's tasks with baseline=llm_agents llm=openai pointed at it,
 # prints the episodes' decisions/s, parse failures and fallbacks, and stops the server.
+# Requests queue at the server (it decodes one at a time), so the backend's timeout is raised
+# from openai.yaml's 60 s: on a busy machine a request waited longer than that.
 #
 #   bash scripts/llamacpp_smoke.sh               # each smoke task cut to 10 decisions per agent
 #   DECISIONS=0 bash scripts/llamacpp_smoke.sh   # suite=smoke as it is (120 decisions per agent)
 #
 # Environment: PORT (default 8001), THREADS (llama.cpp's threads, default 1), DECISIONS (default
-# 10; 0: no cut), WORKERS (Ray workers, default 2), OUT (default outputs/llamacpp_smoke; a run
-# directory that already holds episodes resumes), PYTHON (the benchmark's, default .venv's).
+# 10; 0: no cut), WORKERS (Ray workers, default 2), TIMEOUT (seconds per request, default 300),
+# OUT (default outputs/llamacpp_smoke; a run directory that already holds episodes resumes and
+# plays its error rows again), PYTHON (the benchmark's, default .venv's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +21,7 @@ PORT=${PORT:-8001}
 THREADS=${THREADS:-1}
 DECISIONS=${DECISIONS:-10}
 WORKERS=${WORKERS:-2}
+TIMEOUT=${TIMEOUT:-300}
 OUT=${OUT:-outputs/llamacpp_smoke}
 PY=${PYTHON:-.venv/bin/python}
 URL=http://127.0.0.1:$PORT/v1
@@ -74,27 +78,38 @@ PY
   SUITE=(suite=smoke "suite.name=smoke_cut$DECISIONS" "suite.entries=$ENTRIES")
 fi
 
+# The decisions of the episodes in the run directory (its rows' LLM calls: one per decision).
+calls() {
+  "$PY" -c 'import json, sys; print(sum(json.loads(l).get("llm/calls", 0) for l in open(sys.argv[1])))' \
+    "$OUT/run/episodes.jsonl" 2>/dev/null || echo 0
+}
+before=$(calls)
 echo "llamacpp_smoke: smoke (DECISIONS=$DECISIONS) with llm=openai against $URL"
 start=$(date +%s)
 "$PY" -m benchmark.run baseline=llm_agents llm=openai llm.model=smollm2 \
-  "llm.options.base_url=$URL" "${SUITE[@]}" reference=false "workers=$WORKERS" \
-  "output_dir=$OUT/run" hydra.run.dir="$OUT/hydra"
+  "llm.options.base_url=$URL" "llm.options.timeout=$TIMEOUT" "${SUITE[@]}" reference=false \
+  "workers=$WORKERS" retry_errors=true "output_dir=$OUT/run" hydra.run.dir="$OUT/hydra"
 seconds=$(( $(date +%s) - start ))
 
-"$PY" - "$OUT/run/episodes.jsonl" "$seconds" <<'PY' | tee "$OUT/figures.txt"
+"$PY" - "$OUT/run/episodes.jsonl" "$seconds" "$(( $(calls) - before ))" <<'PY' | tee -a "$OUT/figures.txt"
 import json
 import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1])]
+seconds, played = int(sys.argv[2]), int(sys.argv[3])
 calls = sum(r.get("llm/calls", 0) for r in rows)
+
+
 def count(key: str) -> int:
     return round(sum(r.get(key, 0.0) * r.get("llm/calls", 0) for r in rows))
-out = sum(r.get("llm/tokens_out", 0) for r in rows)
+
+
 print(
-    f"{len(rows)} episodes, {calls} decisions in {sys.argv[2]} s "
-    f"({calls / max(int(sys.argv[2]), 1):.2f} decisions/s, whole run), "
+    f"this run: {played} decisions in {seconds} s ({played / max(seconds, 1):.3f} decisions/s); "
+    f"the run directory: {len(rows)} episode rows "
+    f"({sum(r.get('status') == 'error' for r in rows)} errors), {calls} decisions, "
     f"parse failures {count('llm/parse_fail_rate')}, fallbacks {count('llm/fallback_rate')}, "
-    f"truncated {count('llm/truncated_rate')}, generated tokens {out}, "
-    f"error rows {sum(r.get('status') == 'error' for r in rows)}"
+    f"truncated {count('llm/truncated_rate')}, generated tokens "
+    f"{sum(r.get('llm/tokens_out', 0) for r in rows)}"
 )
 PY
