@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: setup assets run test test-verl test-llamacpp lint imports browser monitoring leaderboard bench rl train-llm
 .PHONY: play
 .PHONY: mutation clean device-check-bundle
 
@@ -73,6 +73,14 @@ test-verl: assets
 	bash scripts/verl_env.sh
 	.venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/verl
 
+# The `openai` backend against a second server this project did not write: llama.cpp's
+# (llama-cpp-python[server]) in its own environment, .venv-llamacpp, built once by
+# scripts/llamacpp_env.sh (a stamp file skips it after). The tests run in .venv and start the
+# server themselves; `make test` skips them while .venv-llamacpp does not exist.
+test-llamacpp: assets
+	bash scripts/llamacpp_env.sh
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/llamacpp
+
 bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
@@ -106,4 +114,4 @@ device-check-bundle: $(INSTALLED)
 	$(BIN)/python scripts/device_bundle.py
 
 clean:
-	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-verl .venv-llamacpp outputs leaderboard_data .pytest_cache .ruff_cache
