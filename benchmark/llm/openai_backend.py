@@ -9,8 +9,9 @@ A constraint travels as ``structured``: ``response_format`` (the standard ``json
 response format, default), ``structured_outputs`` (vLLM's own request field, ``{"json": schema,
 "disable_any_whitespace": true}``) or ``none`` (never sent). vLLM (0.32) reads the whitespace
 setting from its server's configuration only: start it with ``--structured-outputs-config
-'{"backend": "guidance", "disable_any_whitespace": true}'`` for compact JSON under either field. A server that refuses it (HTTP 400) is asked again without it; that
-generation, and every later one under a constraint of the same name, comes back with
+'{"backend": "guidance", "disable_any_whitespace": true}'`` for compact JSON under either field.
+A server that refuses a constraint (HTTP 400) is asked again without it; that generation, and
+every later one under a constraint of the same name, comes back with
 ``constrained=False``, so the caller parses it free-form and counts the fallback. A server that
 accepts the schema but ignores it is caught by the caller's validation of the text.
 """
