@@ -35,8 +35,9 @@ def test_the_smoke_suite_plays_in_process_with_no_parse_failure(
         "switch-off",
     }
     for r in rows:
-        # Every agent decided until its limit: the LLM was asked, and every reply was a decision.
-        assert r["L_decisions"] == 2 * DECISIONS and r["llm/calls"] > 0, r
+        # The LLM was asked until one agent had made its DECISIONS decisions (the episode's
+        # limit), and every reply was a decision.
+        assert DECISIONS <= r["L_decisions"] <= 2 * DECISIONS and r["llm/calls"] > 0, r
         assert r["llm/parse_fail_rate"] == 0.0 and r["llm/fallback_rate"] == 0.0, r
         assert r["llm/tokens_out"] > 0
 

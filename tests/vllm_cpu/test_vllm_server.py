@@ -29,11 +29,12 @@ def test_the_smoke_suite_plays_against_the_server_with_no_parse_failure(
         f"llm.model={SERVED_NAME}",
         f"llm.options.base_url={vllm_server}",
         "llm.options.concurrency=12",
-        f"llm.options.structured={structured}",
+        f"+llm.options.structured={structured}",
     )
     assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), rows
     for r in rows:
-        assert r["L_decisions"] == 2 * DECISIONS and r["llm/calls"] > 0, r
+        # The episode ends when one agent has made its DECISIONS decisions.
+        assert DECISIONS <= r["L_decisions"] <= 2 * DECISIONS and r["llm/calls"] > 0, r
         assert r["llm/parse_fail_rate"] == 0.0 and r["llm/fallback_rate"] == 0.0, r
 
 
