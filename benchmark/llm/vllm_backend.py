@@ -11,10 +11,10 @@ StructuredOutputsParams(json=schema, disable_any_whitespace=True)``, vLLM >= 0.1
 request vLLM refuses because of its schema raises :class:`~benchmark.llm.base.ConstraintError`
 naming the constraints, as the ``hf`` backend does for a schema llguidance cannot compile.
 
-The engine gets :data:`DEFAULTS` (llguidance, compact JSON under a schema) and on a CPU build
-:data:`CPU_DEFAULTS` (each can be overridden in ``llm.options``):
-without an explicit KV-cache size vLLM asks for 90% of the machine's memory and refuses to start
-when that much is not free. vLLM runs the float32 SmolLM2 copy in bfloat16 on CPU (its default
+The engine gets :data:`DEFAULTS` (llguidance, compact JSON under a schema) and, on a CPU build,
+:data:`CPU_DEFAULTS`; ``llm.options`` overrides any of them. Without an explicit KV-cache size
+vLLM's CPU build asks for 90% of the machine's memory and refuses to start when that much is not
+free. vLLM runs the float32 SmolLM2 copy in bfloat16 on CPU (its default
 there); a precision other than float32 is part of the backend's name, as on ``hf``.
 """
 
@@ -43,9 +43,9 @@ from benchmark.llm.prefix_cache import template_ids
 DEFAULTS: dict[str, Any] = {
     "structured_outputs_config": {"backend": "guidance", "disable_any_whitespace": True}
 }
-# Engine arguments on vLLM's CPU build, unless llm.options sets them: eager execution (compiling
-# the model with torch.compile takes minutes on a small machine, for little gain on a 135M model),
-# 1 GiB of KV cache (about 46k tokens of SmolLM2-135M in bfloat16) and a 4,096-token context.
+# Engine arguments on vLLM's CPU build, unless llm.options sets them: eager execution (no
+# torch.compile of the model at start), 1 GiB of KV cache (about 46k tokens of SmolLM2-135M in
+# bfloat16) and a 4,096-token context.
 CPU_DEFAULTS: dict[str, Any] = {
     "enforce_eager": True,
     "kv_cache_memory_bytes": 1 << 30,
