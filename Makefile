@@ -10,8 +10,9 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test test-verl test-vllm lint imports browser monitoring leaderboard bench rl train-llm
-.PHONY: mutation clean
+.PHONY: setup assets run test test-verl test-vllm test-llamacpp lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: play
+.PHONY: mutation clean device-check-bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,14 @@ run: setup
 # A local leaderboard seeded with the reference baselines (verified by replay); prints its URL.
 leaderboard: setup
 	$(BIN)/python -m leaderboard.tools.seed data_dir=leaderboard_data
+
+# Play agent_0 of a transport episode beside a heuristic partner, on a page at 127.0.0.1 (its
+# address is printed); the finished episode's trace and row go to outputs/play/. Settings:
+# PLAY="seed=3 humans=[agent_0,agent_1] n_agents=3" (see benchmark/play/__main__.py).
+PLAY ?=
+play: setup
+	$(BIN)/python -m benchmark.play task=transport_apple_fridge_v0 n_agents=2 seed=0 \
+		'humans=[agent_0]' partners=heuristic out=outputs/play $(PLAY)
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check benchmark baselines leaderboard tests scripts
@@ -72,6 +81,14 @@ test-vllm: assets
 	bash scripts/vllm_env.sh
 	.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu
 
+# The `openai` backend against a second server this project did not write: llama.cpp's
+# (llama-cpp-python[server]) in its own environment, .venv-llamacpp, built once by
+# scripts/llamacpp_env.sh (a stamp file skips it after). The tests run in .venv and start the
+# server themselves; `make test` skips them while .venv-llamacpp does not exist.
+test-llamacpp: assets
+	bash scripts/llamacpp_env.sh
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/llamacpp
+
 bench: setup $(BENCH_INSTALLED)
 	$(BIN)/python -m benchmark.bench sim
 	$(BIN)/python -m benchmark.bench env
@@ -98,5 +115,11 @@ rl: setup
 train-llm: setup
 	$(BIN)/python -m baselines.rl.recipes.llm_recipe --out outputs/llm_recipe
 
+# What the GPU check (scripts/device_check.sh) carries to the offline GPU machine: .device/ (wheels
+# for Python 3.12 manylinux x86-64, SmolLM2's config and tokenizer). Prints each share and fails
+# when it and the working tree exceed the 64 MiB that travel.
+device-check-bundle: $(INSTALLED)
+	$(BIN)/python scripts/device_bundle.py
+
 clean:
-	rm -rf $(VENV) .venv-verl .venv-vllm outputs leaderboard_data .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-verl .venv-vllm .venv-llamacpp outputs leaderboard_data .pytest_cache .ruff_cache

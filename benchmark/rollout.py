@@ -15,9 +15,12 @@ def run_episode(
     """Reset ``env`` (with ``seed`` if given), let ``team`` act until the episode ends, and
     return the episode's trace (see :mod:`benchmark.env.trace`). The team sees every step's
     rewards (:meth:`~benchmark.agents.Team.rewarded`); ``on_tick`` sees the world after every
-    tick."""
+    tick. A mixed team's members are recorded in the trace."""
     obs, _ = env.reset(seed=seed)
     team.reset(list(env.possible_agents), env.task_info())
+    members = team.members()
+    if members is not None:
+        env.record_members(members)
     infos: dict[str, Any] = {}
     while env.agents:
         actions = team.act(obs)

@@ -11,13 +11,13 @@ a person to look at after the run.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+from helpers.browser import CHROMIUM_ARGS, chromium
 from helpers.lb_board import PARTIAL, T0, submit_verified
 from helpers.lb_server import Server
 from playwright.sync_api import Locator, Page, sync_playwright
@@ -28,16 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "leaderboard" / "data" / "smoke"
 SHOTS = ROOT / "outputs" / "lb_browser"
 EVIL = '<script>document.title="owned";alert(1)</script>'
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 PAGE_WIDTH = 1400
 CROWD = 12  # entries on the crowded track
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail("Debian's chromium is needed by the browser test: `make browser` installs it")
-    return found
 
 
 def _shot(page: Page, name: str) -> Path:
@@ -102,7 +94,7 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def page() -> Iterator[Page]:
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
         try:
             yield browser.new_page(viewport={"width": PAGE_WIDTH, "height": 900})
         finally:

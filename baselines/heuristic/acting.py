@@ -7,7 +7,7 @@ heavy (:mod:`baselines.heuristic.lift`), and carries what it holds where the goa
 onto a surface in view. With nothing to work on it searches: it opens closed containers nobody
 searched (in rearrangement also any closed receptacle that could hold a goal object, a toilet
 say), closes them again once nothing wanted is left inside unless a goal wants them open, and
-explores.
+explores; its ``explore_order`` (:mod:`baselines.heuristic.style`) says which container first.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from baselines.heuristic.goals import CARRIED, GoalReader, about, names, places,
 from baselines.heuristic.lift import LiftCrew
 from baselines.heuristic.memory import Memory
 from baselines.heuristic.messages import Herald
+from baselines.heuristic.style import first_container
 from benchmark.tasks.goals import HOME, Clause
 from benchmark.teamkit import BASINS
 from benchmark.teamkit import type_of_id as _type
@@ -51,6 +52,8 @@ class Steps:
         lift: its side of the joint lift (heavy objects).
         reader: the goal as read (objects wanted, destinations); its ``facts`` give the
             slicing tools, heat sources, basins and receptacles.
+        explore_order: which closed container it searches first
+            (:data:`~baselines.heuristic.style.EXPLORE_ORDERS`).
 
     Attributes:
         to_close: containers it searched and will close again.
@@ -65,8 +68,10 @@ class Steps:
         herald: Herald,
         lift: LiftCrew,
         reader: GoalReader,
+        explore_order: str = "default",
     ) -> None:
         self.name = name
+        self.explore_order = explore_order
         self.goal = goal
         self.memory = memory
         self.seen = memory.seen
@@ -234,8 +239,8 @@ class Steps:
 
     def search(self, visible: Visible) -> str:
         """A step towards finding goal objects: open the closed container nobody searched,
-        in view first, then by objectId (claiming it on the way), else look where
-        rearranged objects may be, else explore."""
+        in view first, then by objectId or as its ``explore_order`` says (claiming it on the
+        way), else look where rearranged objects may be, else explore."""
         memory = self.memory
         closed = [
             oid
@@ -250,7 +255,7 @@ class Steps:
             and memory.claims.get(oid, self.name) == self.name
         ]
         if closed:
-            target = min(closed, key=lambda o: (o not in visible, o))
+            target = first_container(closed, visible, memory.pose, self.explore_order)
             if target in visible:
                 memory.searched.add(target)
                 self.to_close.add(target)

@@ -7,6 +7,9 @@ satisfy it; a goal on pieces (``inside(TomatoSliced, Plate)``) with no piece kno
 slicing a known source; a rearrangement's objects are those known to be away from home
 (:mod:`baselines.heuristic.homes`). The object it works on is its claim: announced once taken
 up and again every ``CLAIM_TTL // 2`` ticks, so that teammates' memories do not let it lapse.
+Of the work open to it, it takes up work on an object in view first, then by objectId; a
+``greedy_nearest`` agent (:mod:`baselines.heuristic.style`) the object nearest to where it
+stands, and it does not heed teammates' claims (its memory does not record them).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from baselines.goal_routes import no_route, unpursuable
 from baselines.heuristic.goals import about, satisfied, verb
 from baselines.heuristic.memory import CLAIM_TTL, Memory
 from baselines.heuristic.messages import Herald
+from baselines.heuristic.style import metres
 from benchmark.tasks.goals import HOME, Atom, Clause
 from benchmark.teamkit import type_of_id as _type
 
@@ -28,15 +32,23 @@ class Chooser:
         memory: what it knows.
         herald: its outgoing messages (its claims).
         makes: source type -> the derived type a goal wants (``Tomato`` -> ``TomatoSliced``).
+        nearest: it takes up the work on the nearest object first.
 
     Attributes:
         mine: the object it works on and has claimed, or None.
     """
 
     def __init__(
-        self, name: str, goal: list[Clause], memory: Memory, herald: Herald, makes: dict[str, str]
+        self,
+        name: str,
+        goal: list[Clause],
+        memory: Memory,
+        herald: Herald,
+        makes: dict[str, str],
+        nearest: bool = False,
     ) -> None:
         self.name = name
+        self.nearest = nearest
         self.goal = goal
         self.memory = memory
         self.herald = herald
@@ -83,6 +95,16 @@ class Chooser:
                 and memory.free(oid, holding)
             ]
         return out
+
+    def ranked(
+        self, todo: list[tuple[Clause, str, str]], visible: dict
+    ) -> list[tuple[Clause, str, str]]:
+        """``todo`` in the order it takes work up: objects in view first, then by objectId;
+        nearest first (then by objectId) for a ``greedy_nearest`` agent."""
+        if self.nearest:
+            pose = self.memory.pose
+            return sorted(todo, key=lambda t: (metres(t[1], pose), t[1]))
+        return sorted(todo, key=lambda t: (t[1] not in visible, t[1]))
 
     def take(self, oid: str) -> None:
         """Work on ``oid`` from now on; a change of object is claimed at once."""

@@ -9,6 +9,8 @@ actions that failed for a reason that cannot change and the objects they were ab
 A claim of a teammate lapses ``CLAIM_TTL`` ticks after it was made or heard (the teammate may
 have given the object up); its own claims it renews while it works on them. Two claims on one
 object: the lower agent index keeps it. A ``done`` object stays claimed by who delivered it.
+A ``greedy_nearest`` agent (:mod:`baselines.heuristic.style`) does not heed teammates' claim
+messages; what a failed pickup says a teammate holds, and what one delivered, stay theirs.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ class Memory:
         name: the agent (``agent_k``).
         goal: the task's goal clauses.
         lift: the agent's side of the joint lift (objects it rests from are not free).
+        heeds_claims: whether teammates' ``claim`` messages keep it off their objects.
 
     Attributes:
         tick: the tick of its last observation.
+        pose: where it stood then (x, z metres).
         seen: objectId -> its last observed entry (or the one a ``found`` message gave).
         searched: containers opened, by itself or a teammate.
         claims: objectId -> the agent working on it.
@@ -47,10 +51,14 @@ class Memory:
         avoid: objects it gave up on (what a futile action was about, and the like).
     """
 
-    def __init__(self, name: str, goal: list[Clause], lift: LiftCrew) -> None:
+    def __init__(
+        self, name: str, goal: list[Clause], lift: LiftCrew, heeds_claims: bool = True
+    ) -> None:
         self.name = name
         self.lift = lift
+        self.heeds_claims = heeds_claims
         self.tick = 0
+        self.pose = (0.0, 0.0)
         self.seen: dict[str, dict[str, Any]] = {}
         self.searched: set[str] = set()
         self.claims: dict[str, str] = {}
@@ -60,8 +68,10 @@ class Memory:
         self.avoid: set[str] = set()
 
     def observe(self, obs: dict[str, Any]) -> None:
-        """Take in the tick and what is in view; teammates' claims lapse."""
+        """Take in the tick, where it stands and what is in view; teammates' claims lapse."""
         self.tick = int(obs["tick"])
+        if obs.get("pose") is not None:
+            self.pose = (float(obs["pose"][0]), float(obs["pose"][1]))
         for oid, at in list(self.claimed_at.items()):
             if self.tick - at > CLAIM_TTL and self.claims.get(oid) != self.name:
                 del self.claims[oid], self.claimed_at[oid]
@@ -90,6 +100,8 @@ class Memory:
             return
         verb, oid, where = m.groups()
         if verb == "claim":
+            if not self.heeds_claims:
+                return
             mine = self.claims.get(oid) == self.name
             if not (mine and _index(self.name) < _index(sender)):
                 self.claim(oid, sender)

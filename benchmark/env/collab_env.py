@@ -313,6 +313,19 @@ class CollabEnv(ParallelEnv):
             raise RuntimeError(f"{method}() before the first reset(): call env.reset(seed=...)")
         return self.episode
 
+    def record_members(self, members: dict[str, str]) -> None:
+        """Record in the trace which member of a mixed team plays each agent (before the first
+        step; every agent named once)."""
+        self._require_episode("record_members")
+        if sorted(members) != sorted(self.possible_agents):
+            raise ValueError(
+                f"members name agents {sorted(members)}; the episode's agents are "
+                f"{list(self.possible_agents)}"
+            )
+        if self.tick:
+            raise ValueError("members are recorded before the first step")
+        self.recorder.members({a: str(members[a]) for a in self.possible_agents})
+
     def task_info(self) -> TaskInfo:
         """What teams get at reset; under full observability it holds the privileged view."""
         ep, view = self._require_episode("task_info"), None

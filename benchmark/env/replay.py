@@ -62,6 +62,8 @@ def replay(trace: dict[str, Any]) -> ReplayResult:
     checklist = [atom_record(a) for a in env.episode.checklist]
     if checklist != trace["checklist"]:
         return ReplayResult(False, False, False, trace["trace_hash"], "", [], checklist)
+    if "members" in trace:  # who played each agent: the team's record, not the env's
+        env.record_members(trace["members"])
     for step in trace["decisions"]:
         if not env.agents:
             break

@@ -84,6 +84,10 @@ class TraceRecorder:
             "atoms": [],
         }
 
+    def members(self, members: dict[str, str]) -> None:
+        """Record which member of a mixed team plays each agent (part of the hashed trace)."""
+        self.trace["members"] = dict(members)
+
     def decisions(self, tick: int, actions: dict[str, str]) -> None:
         self.trace["decisions"].append({"tick": tick, "actions": dict(actions)})
 

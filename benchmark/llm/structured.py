@@ -156,6 +156,7 @@ class GrammarProcessor(LogitsProcessor):
                 self._only_eos(r)
         bits = (self.bitmask.unsqueeze(-1) >> self.shifts) & 1
         allowed = bits.bool().reshape(len(self.matchers), -1)[:, : scores.shape[1]]
+        allowed = allowed.to(scores.device)  # the matchers' masks are computed on the CPU
         out = scores.masked_fill(~allowed, float("-inf"))
         self.seconds += time.perf_counter() - start
         self.steps += 1

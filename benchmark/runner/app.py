@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from benchmark.results.challenge import load_challenge
+from benchmark.results.crossplay import (
+    crossplay_markdown,
+    crossplay_members,
+    parse_population,
+    write_crossplay,
+)
 from benchmark.results.references import ReferenceJoin
 from benchmark.results.run_dir import RunDirectory
 from benchmark.results.suite import Suite, parse_suite, suite_episodes
@@ -77,6 +84,11 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                 f"suite entry {ep.task}: n_agents={ep.n_agents} is outside the task's "
                 f"range {task.min_agents}-{task.max_agents}"
             )
+    partners = (
+        parse_population(OmegaConf.to_container(cfg.partners, resolve=True))
+        if cfg.get("partners")
+        else []
+    )
     jobs = []
     for ep in episodes:
         task = tasks[ep.task]
@@ -97,6 +109,20 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
                 scene=ep.scene,
             )
         )
+        selfplay = jobs[-1]
+        if ep.reference or ep.n_agents < 2:
+            continue
+        for partner in partners:  # cross-play: the focal team on agent_0, the partner the rest
+            members = crossplay_members(baseline.name, team_kwargs, partner)
+            jobs.append(
+                replace(
+                    selfplay,
+                    baseline=f"{baseline.name}+{partner['label']}",
+                    team="mixed",
+                    team_kwargs={"members": members},
+                    partner=partner["label"],
+                )
+            )
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise ValueError("the suite lists the same episode twice")
@@ -267,6 +293,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     table = summarize(rows, rundir.load_trace, references)
     deltas = comm_deltas(rows)
     write_summary(root, table, deltas)
+    crossplay = write_crossplay(root, rows)
     if cfg.logger.console:
         console.print(
             _summary_table(
@@ -274,7 +301,10 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                 + [r for r in table if r["family"] != "all"]
             )
         )
+        if crossplay:
+            console.print("Cross-play against self-play (crossplay.md):")
+            console.print(crossplay_markdown(crossplay), markup=False)
         console.print(
             f"Wrote {len(rows)} episode rows, traces and summary.md/summary.csv to {root}"
         )
-    return {"table": table, "deltas": deltas, "rows": rows, "root": root}
+    return {"table": table, "deltas": deltas, "rows": rows, "root": root, "crossplay": crossplay}

@@ -83,6 +83,7 @@ class RunConfig:
     retries: int = 1  # retries of an episode that raises or whose worker dies, before an error row
     retry_errors: bool = False  # on resume: set error rows aside and play those episodes again
     batch_episodes: int = 1  # episodes a worker plays at once, their LLM calls batched together
+    partners: Any = None  # a partner population (configs/partners): cross-play beside self-play
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory (re-running into it resumes)
 
 

@@ -50,6 +50,8 @@ class Job:
     task_file: str = ""
     task_sha256: str = ""
     scene: str | None = None  # set by a challenge; otherwise the seed chooses it in the split
+    team: str = ""  # the team to build when it is not ``baseline`` (cross-play: ``mixed``)
+    partner: str = ""  # cross-play: the partner population member playing the other agents
 
     @property
     def key(self) -> str:
@@ -75,7 +77,7 @@ def _episode(job: Job, seat: BatchSeat | None) -> tuple[dict[str, Any], dict[str
         options["strict_agents"] = False
     env = make_env(task, scene=job.scene, n_agents=job.n_agents, seed=job.seed, **options)
     lent = LLMResources(llms=WORKER_LLMS, batch=seat)
-    team = make_team(job.baseline, resources=lent, **job.team_kwargs)
+    team = make_team(job.team or job.baseline, resources=lent, **job.team_kwargs)
     try:
         trace = run_episode(env, team, seed=job.seed)
         extra = dict(team.metrics())
@@ -93,6 +95,7 @@ def _episode(job: Job, seat: BatchSeat | None) -> tuple[dict[str, Any], dict[str
         "scene": trace["config"]["scene"],
         **episode_metrics(trace),
         "trace_hash": trace["trace_hash"],
+        **({"members": trace["members"]} if "members" in trace else {}),
     }
     return row, trace
 
@@ -124,6 +127,7 @@ def _base(job: Job) -> dict[str, Any]:
         "comm": job.comm,
         "reference": job.reference,
         **_source(job),
+        **({"partner": job.partner} if job.partner else {}),
     }
 
 

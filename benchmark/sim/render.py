@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from PIL import Image, ImageDraw
 
@@ -34,14 +34,22 @@ _PICKUPABLE = (60, 60, 160)
 
 
 def top_down(
-    world: World, pixels_per_metre: int = 80, margin: float = 0.5, agents: bool = True
+    world: World,
+    pixels_per_metre: int = 80,
+    margin: float = 0.5,
+    agents: bool | Collection[int] = True,
+    cells: Collection[tuple[int, int]] | None = None,
+    objects: Collection[int] | None = None,
 ) -> Image.Image:
     """Draw the reachable grid, object footprints, agents with their headings and held objects.
 
     Receptacles are outlined (green when open or not openable, brown when closed), pickupable
     objects are blue dots, each agent is a coloured disc with an arrow for its heading, a label
     ``a<k>`` and, when it holds something, the held object's type. ``agents=False`` leaves the
-    agents out (a caller that draws them its own way); held objects stay hidden.
+    agents out (a caller that draws them its own way); held objects stay hidden; a collection
+    of agent indices draws only those. ``cells`` (grid cells) and ``objects`` (object indices)
+    limit the floor and the objects drawn to those (what one agent has seen, say); None draws
+    them all.
     """
     x0, x1, z0, z1 = world.scene.bounds
     x0, x1, z0, z1 = x0 - margin, x1 + margin, z0 - margin, z1 + margin
@@ -55,6 +63,8 @@ def top_down(
 
     half = GRID_SIZE / 2
     for i, j in world.scene.reachable:
+        if cells is not None and (i, j) not in cells:
+            continue
         a, b = px(i * GRID_SIZE - half, j * GRID_SIZE + half)
         c, d = px(i * GRID_SIZE + half, j * GRID_SIZE - half)
         draw.rectangle((a, b, c, d), fill=_FLOOR, outline=_BACKGROUND)
@@ -62,6 +72,8 @@ def top_down(
     for spec in world.specs:
         st = world.objs[spec.index]
         if not st.active or spec.object_type == "Floor" or world.carrier(spec.index) >= 0:
+            continue
+        if objects is not None and spec.index not in objects:
             continue
         bx0, bx1, _, _, bz0, bz1 = world.box(spec.index)
         a, b = px(bx0, bz1)
@@ -76,7 +88,10 @@ def top_down(
             draw.rectangle((a, b, c, d), outline=_FURNITURE)
 
     radius = 0.18 * pixels_per_metre
-    for k, agent in enumerate(world.agents if agents else ()):
+    drawn = range(len(world.agents)) if agents is True else (agents or ())
+    for k, agent in enumerate(world.agents):
+        if k not in drawn:
+            continue
         colour = AGENT_COLOURS[k % len(AGENT_COLOURS)]
         cx, cz = px(agent.i * GRID_SIZE, agent.j * GRID_SIZE)
         draw.ellipse((cx - radius, cz - radius, cx + radius, cz + radius), fill=colour)

@@ -234,10 +234,12 @@ ROW_FIELDS = {
     "trace_hash": "string",
     **dict.fromkeys(METRIC_NAMES, "number or null"),
 }
-# Optional row fields the server checks: per-agent credit (recomputed with the metrics), and
+# Optional row fields the server checks: per-agent credit (recomputed with the metrics), a
+# mixed team's members (against the trace), and
 # the task's family, MAP-THOR level and version (against the server's task registry).
 ROW_CHECKED_FIELDS = {
     "credited": "list",
+    "members": "string map",  # a mixed team's member of each agent (against its trace)
     "family": "string",
     "level": "integer",
     "task_version": "integer",
@@ -264,6 +266,7 @@ _TRACE_FIELDS = {
 # The rest of a trace's body, as benchmark.env.trace records it (its hash covers them all).
 _TRACE_BODY_FIELDS = {
     "versions": "object",
+    "members": "string map",
     "instruction": "text",
     "initially_satisfied": "list",
     "skills": "list",

@@ -34,6 +34,7 @@ from leaderboard.core.archive import BundleError
 INT_RANGE = (-(2**63), 2**63 - 1)
 REAL_MAX = 1e18
 MAX_FIELD_CHARS = 1000  # a name, key, id or version
+MAX_MAP_ENTRIES = 64  # a mapping of names (a mixed team: one member per agent)
 MAX_TEXT_CHARS = 100_000  # a longer text, such as a trace's instruction
 
 
@@ -81,6 +82,11 @@ KINDS = {
     "number": _is_number,
     "number or null": lambda v: v is None or _is_number(v),
     "object": lambda v: isinstance(v, dict),
+    "string map": lambda v: (
+        isinstance(v, dict)
+        and len(v) <= MAX_MAP_ENTRIES
+        and all(KINDS["string"](k) and KINDS["string"](x) for k, x in v.items())
+    ),
     "list": lambda v: isinstance(v, list),
 }
 _WITHIN = {
@@ -89,6 +95,7 @@ _WITHIN = {
     "string": f" of at most {MAX_FIELD_CHARS} characters",
     "string or null": f" of at most {MAX_FIELD_CHARS} characters",
     "text": f" of at most {MAX_TEXT_CHARS} characters",
+    "string map": f" (strings to strings, at most {MAX_MAP_ENTRIES} entries)",
 }
 
 

@@ -137,11 +137,14 @@ def _identity(ref: EpisodeRef, track: Track, row: dict[str, Any], trace: dict) -
         "scene": ref.scene if ref.scene is not None else trace["config"].get("scene"),
         "trace_hash": trace.get("trace_hash"),
     }
-    return [
+    reasons = [
         f"{name}: {shown(row.get(name))} != {shown(value)}"
         for name, value in want.items()
         if not _same(row.get(name), value)
     ]
+    if row.get("members") != trace.get("members"):  # a mixed team: who played each agent
+        reasons.append(f"members: {shown(row.get('members'))} != the trace's")
+    return reasons
 
 
 def _checklist_difference(got: Any, want: list[dict[str, Any]]) -> str:

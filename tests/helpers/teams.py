@@ -73,3 +73,18 @@ class DyingTeamForTests(OracleTeam):
             del hoard
             raise RuntimeError(f"DyingTeamForTests was not killed within {self.wait_s} s")
         return super().act(observations)
+
+
+class IdleTeamForTests(Team):
+    """Waits with every agent it plays: a partner that does nothing, for mixed-team tests."""
+
+    def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
+        self.agents = agent_ids
+        self.steps = 0
+
+    def act(self, observations: dict[str, dict[str, Any]]) -> dict[str, str]:
+        self.steps += 1
+        return {a: "wait" for a, o in observations.items() if o["needs_decision"]}
+
+    def metrics(self) -> dict[str, float]:
+        return {"idle/steps": float(self.steps)}

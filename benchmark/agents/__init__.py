@@ -54,6 +54,12 @@ class Team(abc.ABC):
         once the episode has ended."""
         return {}
 
+    def members(self) -> dict[str, str] | None:
+        """Which member plays each agent (agent -> member label), read after ``reset``, for a
+        team whose agents are played by different members (:class:`~benchmark.agents.mixed.
+        MixedTeam`); None when one team plays them all. The episode's trace records it."""
+        return None
+
     def plan(self) -> Decomposition | None:
         """The task decomposition the team made this episode, if any; the runner scores it
         against the episode's checklist."""

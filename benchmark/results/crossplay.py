@@ -1,0 +1,160 @@
+"""Cross-play: a focal team with held-out partners against itself, on the same episodes.
+
+A run with ``partners=<population>`` (``configs/partners/``) plays every multi-agent episode
+twice or more: the focal team alone (self-play, the row's ``baseline`` is the focal team's
+name) and, for each member of the population, the focal team on ``agent_0`` with that partner
+on the other agents (the row's ``baseline`` is ``<focal>+<partner>`` and its ``partner`` the
+member's label). :func:`crossplay_table` pairs each partner's episodes with the self-play
+episode of the same task, split, seed, team size and comm setting, and reports the ad-hoc
+teamwork gap: SR with exact intervals in both, the SR difference (self-play minus cross-play)
+with McNemar's exact p on the discordant pairs, and TR and the collaboration metrics' means in
+both with the paired t interval of the TR difference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmark.metrics.stats import clopper_pearson, mcnemar_exact, t_interval
+
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+COLLAB = ("B", "messages", "influence_rate", "redundancy", "L")
+
+
+def parse_population(population: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The members of a partner population (``name``, ``version``, ``members``: mixed-team
+    members with a ``label`` each, unique, key-safe, and no ``agents``: a partner plays every
+    agent but the focal one)."""
+    name = population.get("name")
+    members = population.get("members")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a partner population needs a 'name'")
+    if not isinstance(members, Sequence) or isinstance(members, str) or not members:
+        raise ValueError(f"partner population {name!r}: 'members' must be a non-empty list")
+    out, seen = [], set()
+    for k, member in enumerate(members):
+        where = f"partner population {name!r}: members[{k}]"
+        if not isinstance(member, Mapping):
+            raise ValueError(f"{where}: a member is a mapping, got {member!r}")
+        label = member.get("label")
+        if not isinstance(label, str) or not LABEL.match(label):
+            raise ValueError(f"{where}: 'label' must be letters, digits, '_', '.' or '-'")
+        if label in seen:
+            raise ValueError(f"{where}: label {label!r} is taken")
+        if member.get("agents") is not None:
+            raise ValueError(f"{where}: a partner plays every agent but agent_0; no 'agents'")
+        seen.add(label)
+        out.append({k2: v for k2, v in member.items() if k2 != "agents"})
+    return out
+
+
+def crossplay_members(
+    focal: str, focal_kwargs: Mapping[str, Any], partner: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The mixed team of a cross-play episode: the focal team on agent_0, the partner on the
+    rest."""
+    return [
+        {"agents": [0], "baseline": focal, "kwargs": dict(focal_kwargs), "label": focal},
+        dict(partner),
+    ]
+
+
+def _pair_key(row: Mapping[str, Any]) -> tuple:
+    return (row["task"], row["split"], row["seed"], row["n_agents"], row["comm"])
+
+
+def _mean(values: list[Any]) -> float | None:
+    got = [float(v) for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def crossplay_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (partner, comm, n_agents): the paired episodes and the gap (see the
+    module docstring). Episodes without an ok self-play twin are left out and counted."""
+    ok = [r for r in rows if r.get("status") == "ok" and not r.get("reference")]
+    selfplay = {_pair_key(r): r for r in ok if not r.get("partner")}
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in ok:
+        if r.get("partner"):
+            groups.setdefault((r["partner"], r["comm"], r["n_agents"]), []).append(r)
+    out = []
+    for (partner, comm, n), cross in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        pairs = [(selfplay[_pair_key(r)], r) for r in cross if _pair_key(r) in selfplay]
+        m = len(pairs)
+        s_self = sum(bool(a["SR"]) for a, _ in pairs)
+        s_cross = sum(bool(b["SR"]) for _, b in pairs)
+        only_self = sum(bool(a["SR"]) and not bool(b["SR"]) for a, b in pairs)
+        only_cross = sum(bool(b["SR"]) and not bool(a["SR"]) for a, b in pairs)
+        tr_diff = [float(a["TR"]) - float(b["TR"]) for a, b in pairs]
+        rec: dict[str, Any] = {
+            "partner": partner,
+            "comm": comm,
+            "n_agents": n,
+            "episodes": m,
+            "unpaired": len(cross) - m,
+            "SR_self": s_self / m if m else None,
+            "SR_self_ci": clopper_pearson(s_self, m),
+            "SR_cross": s_cross / m if m else None,
+            "SR_cross_ci": clopper_pearson(s_cross, m),
+            "SR_gap": (s_self - s_cross) / m if m else None,
+            "only_self": only_self,
+            "only_cross": only_cross,
+            "mcnemar_p": mcnemar_exact(only_self, only_cross),
+            "TR_self": _mean([a["TR"] for a, _ in pairs]),
+            "TR_cross": _mean([b["TR"] for _, b in pairs]),
+            "TR_gap": _mean(tr_diff),
+            "TR_gap_ci": t_interval(tr_diff) if tr_diff else (None, None),
+        }
+        for name in COLLAB:
+            rec[f"{name}_self"] = _mean([a.get(name) for a, _ in pairs])
+            rec[f"{name}_cross"] = _mean([b.get(name) for _, b in pairs])
+        out.append(rec)
+    return out
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
+    """The cross-play records as a markdown table."""
+    head = (
+        "| partner | comm | n | episodes | SR self [95%] | SR cross [95%] | SR gap | "
+        "self only / cross only | McNemar p | TR self | TR cross | TR gap [95%] | "
+        "B self / cross | messages self / cross | influence self / cross |"
+    )
+    lines = [head, "|" + "---|" * 15]
+    for r in table:
+        lines.append(
+            f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
+            f"{r['episodes']} | {_fmt(r['SR_self'])} {_fmt(r['SR_self_ci'])} | "
+            f"{_fmt(r['SR_cross'])} {_fmt(r['SR_cross_ci'])} | {_fmt(r['SR_gap'])} | "
+            f"{r['only_self']} / {r['only_cross']} | {_fmt(r['mcnemar_p'], 3)} | "
+            f"{_fmt(r['TR_self'])} | {_fmt(r['TR_cross'])} | {_fmt(r['TR_gap'])} "
+            f"{_fmt(r['TR_gap_ci'])} | {_fmt(r['B_self'])} / {_fmt(r['B_cross'])} | "
+            f"{_fmt(r['messages_self'], 1)} / {_fmt(r['messages_cross'], 1)} | "
+            f"{_fmt(r['influence_rate_self'])} / {_fmt(r['influence_rate_cross'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_crossplay(root: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``crossplay.md`` in run directory ``root`` when the run has cross-play rows; the
+    records."""
+    table = crossplay_table(rows)
+    if table:
+        title = "# Cross-play: the focal team with held-out partners against self-play\n\n"
+        note = (
+            "Paired on task, split, seed, team size and comm. SR: Clopper-Pearson 95%; gap = "
+            "self-play minus cross-play; McNemar exact p on the discordant pairs; TR gap: paired "
+            "t interval.\n\n"
+        )
+        (root / "crossplay.md").write_text(title + note + crossplay_markdown(table))
+    return table
