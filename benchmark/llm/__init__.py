@@ -46,10 +46,12 @@ def make_llm(backend: str, model: str = "", cache: str | Path | None = None, **o
             raise ValueError("llm backend 'openai' needs model=<served name> and options.base_url")
         return OpenAIBackend(model=model, cache=store, **options)
     if backend == "vllm":
-        from benchmark.llm.smollm2 import smollm2_dir
+        from benchmark.llm.smollm2 import MODEL_NAME, smollm2_dir
         from benchmark.llm.vllm_backend import VLLMBackend
 
-        return VLLMBackend(model or smollm2_dir(), **options)
+        if model:
+            return VLLMBackend(model, **options)
+        return VLLMBackend(smollm2_dir(), name=MODEL_NAME, **options)
     raise ValueError(f"unknown llm backend {backend!r}; valid backends are {list(BACKENDS)}")
 
 

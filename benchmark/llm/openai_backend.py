@@ -10,10 +10,13 @@ Logprobs are asked for with ``top_logprobs=0`` beside ``logprobs=true``: llama.c
 generated tokens counted, from the reply's ``usage``.
 
 A constraint travels as ``structured``: ``response_format`` (the standard ``json_schema``
-response format, default), ``structured_outputs`` (vLLM's own field, with optional whitespace
-off) or ``none`` (never sent). A server that refuses it is asked again without it: a 400 or 422
-(vLLM, this benchmark's server), or a 5xx (llama.cpp's server answers a ``response_format`` type
-it does not know with a 500) when the same request without the constraint then succeeds. That
+response format, default), ``structured_outputs`` (vLLM's own request field, ``{"json": schema,
+"disable_any_whitespace": true}``) or ``none`` (never sent). vLLM (0.32) reads the whitespace
+setting from its server's configuration only: start it with ``--structured-outputs-config
+'{"backend": "guidance", "disable_any_whitespace": true}'`` for compact JSON under either field.
+A server that refuses a constraint is asked again without it: a 400 or 422 (vLLM, this
+benchmark's server), or a 5xx (llama.cpp's server answers a ``response_format`` type it does
+not know with a 500) when the same request without the constraint then succeeds. That
 generation, and every later one under a constraint of the same name, comes back with
 ``constrained=False``, so the caller parses it free-form and counts the fallback. A server that
 accepts the schema but ignores it is caught by the caller's validation of the text.
