@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((HOST, int(args["port"])))
+    sock.listen(128)  # connections wait in the backlog from now on, while the server starts
     base = f"http://{HOST}:{sock.getsockname()[1]}"
     print(
         f"{session.info.task} (seed {session.seed}, scene {session.env.episode.scene}): "
