@@ -113,3 +113,40 @@ def test_episodes_without_a_selfplay_twin_are_counted_not_paired() -> None:
 def test_a_population_that_cannot_be_played_is_refused_naming_why(population, says) -> None:
     with pytest.raises(ValueError, match=says):
         parse_population(population)
+
+
+def test_swap_plays_each_pairing_with_the_seats_exchanged_and_reports_the_drop(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        _cfg(
+            tmp_path, "baseline=heuristic", "partners=smoke", "swap=true", ENTRY, "reference=false"
+        ),
+        Console(quiet=True),
+    )
+    rows = result["rows"]
+    swapped = [r for r in rows if r.get("partner") == "random@swapped"]
+    seated = {r["seed"]: r for r in rows if r.get("partner") == "random"}
+    assert len(swapped) == 3
+    assert all(r["members"] == {"agent_0": "random", "agent_1": "heuristic"} for r in swapped)
+    record = next(r for r in result["crossplay"] if r["partner"] == "random")
+    pairs = [(seated[r["seed"]], r) for r in swapped]
+    assert record["swap_episodes"] == 3
+    assert record["swap_drop"] == pytest.approx(sum(a["SR"] - b["SR"] for a, b in pairs) / 3)
+
+    # The focal seat is agent_0 seated and agent_1 swapped: its credit share is the share of
+    # the atoms credited to that agent (the row's per-agent credit).
+    def share(row: dict, seat: int) -> float | None:
+        total = sum(row["credited"])
+        return row["credited"][seat] / total if total else None
+
+    for side, picked, seat in (("cross", list(seated.values()), 0),):
+        got = [share(r, seat) for r in picked if share(r, seat) is not None]
+        assert record[f"focal_credit_share_{side}"] == pytest.approx(sum(got) / len(got))
+    swapped_record = next(r for r in result["crossplay"] if r["partner"] == "random@swapped")
+    got = [share(r, 1) for r in swapped if share(r, 1) is not None]
+    assert swapped_record["focal_credit_share_cross"] == pytest.approx(sum(got) / len(got))
+    text = (tmp_path / "crossplay.md").read_text()
+    assert "Policy-swap drop" in text and "The focal seat" in text
+    members = (tmp_path / "members.md").read_text()
+    assert "| heuristic+random@swapped | on | 2 | random | 1 | 3 |" in members

@@ -171,3 +171,48 @@ def test_a_mixed_run_is_packed_and_verified_by_the_leaderboard(tmp_path: Path) -
     assert not row_forged.ok and "members" in " ".join(row_forged.explanation)
     # Members are a claim of the submitter, like the baseline's name: replay checks that the
     # row and the hashed trace agree, not who chose the actions.
+
+
+def test_llm_members_on_one_model_share_the_workers_backend_in_a_batch(
+    tiny_model: Path, monkeypatch
+) -> None:
+    """Two LLM members with their own settings on one model: one backend in the worker's pool,
+    and the two episodes of a batch, both members of each, decode through it together."""
+    from benchmark.llm.resources import LLMPool
+    from benchmark.runner import jobs
+
+    pool = LLMPool()
+    monkeypatch.setattr(jobs, "WORKER_LLMS", pool)
+    llm = {"backend": "hf", "model": str(tiny_model), "options": {}}
+    members = [
+        {
+            "agents": [0],
+            "baseline": "llm_agents",
+            "llm": llm,
+            "label": "v4",
+            "kwargs": {"prompt": "llm_agents_v4"},
+        },
+        {
+            "baseline": "llm_agents",
+            "llm": llm,
+            "label": "v3",
+            "kwargs": {"prompt": "llm_agents_v3"},
+        },
+    ]
+    job = jobs.Job(
+        "switch_off_kitchen_v0",
+        "test",
+        2,
+        0,
+        True,
+        "mixed",
+        team_kwargs={"members": members},
+        team="mixed",
+    )
+    results = jobs.run_jobs([job, jobs.Job(**{**job.__dict__, "seed": 1})])
+    rows = [r["row"] for r in results]
+    assert [r["status"] for r in rows] == ["ok", "ok"], rows
+    assert len(pool) == 1  # one model for both members of both episodes
+    for row in rows:
+        assert row["members"] == {"agent_0": "v4", "agent_1": "v3"}
+        assert row["member0/llm/calls"] > 0 and row["member1/llm/calls"] > 0

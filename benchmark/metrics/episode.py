@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from benchmark.formats import TRACE_FORMAT
@@ -133,24 +133,28 @@ def gini(s: Sequence[float]) -> float | None:
     return sum(abs(a - b) for a in s for b in s) / (2 * n * total)
 
 
-def influence_rate(trace: dict[str, Any]) -> float | None:
-    """Share of delivered (message, recipient) pairs after which the recipient's next subtask
+def influence_pairs(trace: dict[str, Any]) -> Iterator[tuple[str, str, bool]]:
+    """``(sender, recipient, influenced)`` for every delivered (message, recipient) pair whose
+    recipient decided both before and after it: influenced when the recipient's next subtask
     (skill and target) differs from the one it chose before the message."""
     decisions: dict[str, list[tuple[int, tuple]]] = {a: [] for a in _agents(trace)}
     for rec in trace["skills"]:
         decisions[rec["agent"]].append((rec["tick"], (rec["skill"], rec["target"])))
-    pairs = influenced = 0
     for msg in trace["messages"]:
         if not msg["delivered"]:
             continue
         for r in msg["recipients"]:
             before = [d for t, d in decisions[r] if t <= msg["tick"]]
             after = [d for t, d in decisions[r] if t > msg["tick"]]
-            if not before or not after:
-                continue
-            pairs += 1
-            influenced += after[0] != before[-1]
-    return influenced / pairs if pairs else None
+            if before and after:
+                yield msg["sender"], r, after[0] != before[-1]
+
+
+def influence_rate(trace: dict[str, Any]) -> float | None:
+    """Share of delivered (message, recipient) pairs after which the recipient's next subtask
+    (skill and target) differs from the one it chose before the message."""
+    pairs = [influenced for _, _, influenced in influence_pairs(trace)]
+    return sum(pairs) / len(pairs) if pairs else None
 
 
 def interference(trace: dict[str, Any]) -> tuple[int, int]:

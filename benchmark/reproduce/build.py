@@ -23,6 +23,7 @@ from typing import Any
 
 from benchmark.metrics.episode import run_metrics
 from benchmark.metrics.specs import BY_NAME
+from benchmark.reproduce.crossplay import crossplay_records
 from benchmark.reproduce.sources import Row, RunData
 from benchmark.reproduce.spec import TableSpec
 from benchmark.results.references import with_reference
@@ -197,4 +198,6 @@ def table_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
     """The table's records, by its kind."""
     if spec.kind == "comm":
         return comm_records(spec, runs)
+    if spec.kind == "crossplay":
+        return crossplay_records(spec.columns, runs)
     return summary_records(spec, runs)

@@ -128,7 +128,7 @@ def fresh_problems(
         problems.append(f"{_name(spec, g)}: only in the {side} table")
     for g in sorted(new.keys() & old.keys()):
         rec_new: Record = new[g]
-        label = rec_new.get("baseline")
+        label = rec_new.get("run_label", rec_new.get("baseline"))
         exact = label in exact_labels if label is not None else len(exact_labels) == len(fresh)
         if rec_new["errors"] != old[g]["errors"]:
             problems.append(

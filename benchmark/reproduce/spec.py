@@ -49,11 +49,13 @@ import yaml
 
 from benchmark.metrics.specs import BY_NAME
 from benchmark.paths import CONFIGS_DIR
+from benchmark.reproduce.crossplay import COLUMNS as CROSSPLAY_COLUMNS
+from benchmark.reproduce.crossplay import expand_runs
 
 TABLES_DIR = CONFIGS_DIR / "paper"
-TABLE_NAMES = ("main", "mapthor", "scaling", "comm", "decomposition", "rl", "llm")
-KINDS = ("summary", "comm")
-ROW_FIELDS = ("baseline", "family", "level", "n_agents", "comm", "task", "suite")
+TABLE_NAMES = ("main", "mapthor", "scaling", "comm", "decomposition", "rl", "llm", "crossplay")
+KINDS = ("summary", "comm", "crossplay")
+ROW_FIELDS = ("baseline", "family", "level", "n_agents", "comm", "task", "suite", "partner")
 FIGURE_KINDS = ("bar", "line")
 DEFAULT_SHORT = ("seeds=[0]",)
 
@@ -72,6 +74,8 @@ class RunSpec:
     deterministic: bool
     short: tuple[str, ...] = DEFAULT_SHORT
     source: str = ""  # ``from``: a run directory the table's training wrote (no run of its own)
+    focal: str = ""  # crossplay: the id of the focal team's self-play run (set on partner runs)
+    partner: str = ""  # crossplay: the partner's label (set on partner runs)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,8 @@ def _inside(path: Any, where: str) -> str:
 
 
 def _run(data: Any, where: str) -> RunSpec:
-    data = _mapping(data, {"id", "label", "overrides", "deterministic", "short", "from"}, where)
+    fields = {"id", "label", "overrides", "deterministic", "short", "from", "focal", "partner"}
+    data = _mapping(data, fields, where)
     run_id = _need(data, "id", str, where)
     if not run_id.replace("-", "").replace("_", "").isalnum():
         raise SpecError(f"{where}.id: {run_id!r} must be letters, digits, '-' or '_'")
@@ -183,6 +188,8 @@ def _run(data: Any, where: str) -> RunSpec:
         deterministic=_need(data, "deterministic", bool, where),
         short=_strings(data.get("short", list(DEFAULT_SHORT)), f"{where}.short"),
         source=source,
+        focal=str(data.get("focal") or ""),
+        partner=str(data.get("partner") or ""),
     )
 
 
@@ -219,16 +226,30 @@ def parse_table(data: Any, path: Path) -> TableSpec:
     if not isinstance(data, dict):
         raise SpecError(f"{where}: expected a mapping at the top level")
     known = {"name", "title", "caption", "kind", "runs", "rows", "columns", "where", "figure"}
-    known |= {"training"}
+    known |= {"training", "population", "sampled"}
     unknown = set(data) - known - {"published"}
     if unknown:
         raise SpecError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
     kind = data.get("kind", "summary")
     if kind not in KINDS:
         raise SpecError(f"{where}.kind: {kind!r} is not one of {KINDS}")
-    runs = tuple(
-        _run(r, f"{where}.runs[{i}]") for i, r in enumerate(_need(data, "runs", list, where))
-    )
+    listed = _need(data, "runs", list, where)
+    if kind == "crossplay":
+        try:
+            listed = expand_runs(
+                listed,
+                _need(data, "population", str, where),
+                _strings(data.get("sampled", []), f"{where}.sampled"),
+                where,
+            )
+        except ValueError as err:
+            raise SpecError(str(err)) from err
+        bad = [c for c in _need(data, "columns", list, where) if c not in CROSSPLAY_COLUMNS]
+        if bad:
+            raise SpecError(f"{where}.columns: {bad} are not crossplay columns {CROSSPLAY_COLUMNS}")
+    elif "population" in data or "sampled" in data:
+        raise SpecError(f"{where}: 'population' and 'sampled' are for crossplay tables")
+    runs = tuple(_run(r, f"{where}.runs[{i}]") for i, r in enumerate(listed))
     if not runs:
         raise SpecError(f"{where}.runs: a table needs at least one run")
     ids = [r.id for r in runs]
@@ -243,7 +264,10 @@ def parse_table(data: Any, path: Path) -> TableSpec:
     bad = [r for r in rows if r not in ROW_FIELDS]
     if bad:
         raise SpecError(f"{where}.rows: {bad} are not row fields {ROW_FIELDS}")
-    columns = tuple(_column(c, f"{where}.columns") for c in _need(data, "columns", list, where))
+    columns = tuple(
+        c if kind == "crossplay" else _column(c, f"{where}.columns")
+        for c in _need(data, "columns", list, where)
+    )
     filt = data.get("where") or {}
     if not isinstance(filt, dict) or any(k not in ROW_FIELDS for k in filt):
         raise SpecError(f"{where}.where: expected a mapping of row fields {ROW_FIELDS}")

@@ -14,14 +14,19 @@ both with the paired t interval of the TR difference.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.metrics.members import seat_metrics
 from benchmark.metrics.stats import clopper_pearson, mcnemar_exact, t_interval
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 COLLAB = ("B", "messages", "influence_rate", "redundancy", "L")
+# A partner's label with this suffix: its episodes were played with the seats exchanged.
+SWAPPED = "@swapped"
+# The focal seat's own numbers (benchmark.metrics.members.seat_metrics), self-play and cross.
+SEAT = ("credit_share", "workload_share", "messages", "influence_rate")
 
 
 def parse_population(population: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -52,14 +57,25 @@ def parse_population(population: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def crossplay_members(
-    focal: str, focal_kwargs: Mapping[str, Any], partner: Mapping[str, Any]
+    focal: str,
+    focal_kwargs: Mapping[str, Any],
+    partner: Mapping[str, Any],
+    n_agents: int = 2,
+    swapped: bool = False,
 ) -> list[dict[str, Any]]:
     """The mixed team of a cross-play episode: the focal team on agent_0, the partner on the
-    rest."""
+    rest; ``swapped``: the focal team on the last agent (agent_<n-1>) instead."""
+    seat = n_agents - 1 if swapped else 0
     return [
-        {"agents": [0], "baseline": focal, "kwargs": dict(focal_kwargs), "label": focal},
+        {"agents": [seat], "baseline": focal, "kwargs": dict(focal_kwargs), "label": focal},
         dict(partner),
     ]
+
+
+def focal_seat(row: Mapping[str, Any]) -> str:
+    """The agent the focal team played in a cross-play or self-play row."""
+    swapped = str(row.get("partner") or "").endswith(SWAPPED)
+    return f"agent_{row['n_agents'] - 1}" if swapped else "agent_0"
 
 
 def _pair_key(row: Mapping[str, Any]) -> tuple:
@@ -71,9 +87,42 @@ def _mean(values: list[Any]) -> float | None:
     return sum(got) / len(got) if got else None
 
 
-def crossplay_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _sr_pairs(pairs: Sequence[tuple[Mapping, Mapping]]) -> dict[str, Any]:
+    """SR of both sides of paired episodes, their difference and McNemar's exact p."""
+    m = len(pairs)
+    s_a = sum(bool(a["SR"]) for a, _ in pairs)
+    s_b = sum(bool(b["SR"]) for _, b in pairs)
+    only_a = sum(bool(a["SR"]) and not bool(b["SR"]) for a, b in pairs)
+    only_b = sum(bool(b["SR"]) and not bool(a["SR"]) for a, b in pairs)
+    return {
+        "a": s_a / m if m else None,
+        "a_ci": clopper_pearson(s_a, m),
+        "b": s_b / m if m else None,
+        "b_ci": clopper_pearson(s_b, m),
+        "diff": (s_a - s_b) / m if m else None,
+        "only_a": only_a,
+        "only_b": only_b,
+        "p": mcnemar_exact(only_a, only_b),
+    }
+
+
+def _seat_means(
+    rows: Sequence[Mapping[str, Any]], load_trace: Callable[[Mapping], dict[str, Any]]
+) -> dict[str, float | None]:
+    seats = [seat_metrics(load_trace(r), focal_seat(r)) for r in rows]
+    return {name: _mean([s[name] for s in seats]) for name in SEAT}
+
+
+def crossplay_table(
+    rows: Sequence[Mapping[str, Any]],
+    load_trace: Callable[[Mapping], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """One record per (partner, comm, n_agents): the paired episodes and the gap (see the
-    module docstring). Episodes without an ok self-play twin are left out and counted."""
+    module docstring). Episodes without an ok self-play twin are left out and counted. With
+    ``load_trace``, also the focal seat's own numbers in both (``focal_<name>_self``,
+    ``focal_<name>_cross``: its share of the credit and workload, messages it sent, influence
+    of its messages). A partner also played with the seats exchanged (``<label>@swapped``)
+    gets the policy-swap drop: SR as seated minus SR swapped, paired, with McNemar's p."""
     ok = [r for r in rows if r.get("status") == "ok" and not r.get("reference")]
     selfplay = {_pair_key(r): r for r in ok if not r.get("partner")}
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
@@ -83,26 +132,22 @@ def crossplay_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (partner, comm, n), cross in sorted(groups.items(), key=lambda kv: str(kv[0])):
         pairs = [(selfplay[_pair_key(r)], r) for r in cross if _pair_key(r) in selfplay]
-        m = len(pairs)
-        s_self = sum(bool(a["SR"]) for a, _ in pairs)
-        s_cross = sum(bool(b["SR"]) for _, b in pairs)
-        only_self = sum(bool(a["SR"]) and not bool(b["SR"]) for a, b in pairs)
-        only_cross = sum(bool(b["SR"]) and not bool(a["SR"]) for a, b in pairs)
+        sr = _sr_pairs(pairs)
         tr_diff = [float(a["TR"]) - float(b["TR"]) for a, b in pairs]
         rec: dict[str, Any] = {
             "partner": partner,
             "comm": comm,
             "n_agents": n,
-            "episodes": m,
-            "unpaired": len(cross) - m,
-            "SR_self": s_self / m if m else None,
-            "SR_self_ci": clopper_pearson(s_self, m),
-            "SR_cross": s_cross / m if m else None,
-            "SR_cross_ci": clopper_pearson(s_cross, m),
-            "SR_gap": (s_self - s_cross) / m if m else None,
-            "only_self": only_self,
-            "only_cross": only_cross,
-            "mcnemar_p": mcnemar_exact(only_self, only_cross),
+            "episodes": len(pairs),
+            "unpaired": len(cross) - len(pairs),
+            "SR_self": sr["a"],
+            "SR_self_ci": sr["a_ci"],
+            "SR_cross": sr["b"],
+            "SR_cross_ci": sr["b_ci"],
+            "SR_gap": sr["diff"],
+            "only_self": sr["only_a"],
+            "only_cross": sr["only_b"],
+            "mcnemar_p": sr["p"],
             "TR_self": _mean([a["TR"] for a, _ in pairs]),
             "TR_cross": _mean([b["TR"] for _, b in pairs]),
             "TR_gap": _mean(tr_diff),
@@ -111,8 +156,34 @@ def crossplay_table(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         for name in COLLAB:
             rec[f"{name}_self"] = _mean([a.get(name) for a, _ in pairs])
             rec[f"{name}_cross"] = _mean([b.get(name) for _, b in pairs])
+        if load_trace is not None and pairs:
+            for side, picked in (("self", [a for a, _ in pairs]), ("cross", [b for _, b in pairs])):
+                for name, value in _seat_means(picked, load_trace).items():
+                    rec[f"focal_{name}_{side}"] = value
         out.append(rec)
+    _add_swap_drops(out, groups)
     return out
+
+
+def _add_swap_drops(records: list[dict[str, Any]], groups: Mapping[tuple, list]) -> None:
+    """The policy-swap drop on each seated partner's record that has a swapped twin."""
+    for rec in records:
+        if rec["partner"].endswith(SWAPPED):
+            continue
+        swapped = groups.get((rec["partner"] + SWAPPED, rec["comm"], rec["n_agents"]))
+        if not swapped:
+            continue
+        seated = {_pair_key(r): r for r in groups[(rec["partner"], rec["comm"], rec["n_agents"])]}
+        pairs = [(seated[_pair_key(r)], r) for r in swapped if _pair_key(r) in seated]
+        sr = _sr_pairs(pairs)
+        rec.update(
+            swap_episodes=len(pairs),
+            SR_swapped=sr["b"],
+            swap_drop=sr["diff"],
+            swap_only_seated=sr["only_a"],
+            swap_only_swapped=sr["only_b"],
+            swap_p=sr["p"],
+        )
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -124,7 +195,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
-    """The cross-play records as a markdown table."""
+    """The cross-play records as markdown: the gap, then the focal seat's own numbers and the
+    policy-swap drop when the records have them."""
     head = (
         "| partner | comm | n | episodes | SR self [95%] | SR cross [95%] | SR gap | "
         "self only / cross only | McNemar p | TR self | TR cross | TR gap [95%] | "
@@ -142,13 +214,53 @@ def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
             f"{_fmt(r['messages_self'], 1)} / {_fmt(r['messages_cross'], 1)} | "
             f"{_fmt(r['influence_rate_self'])} / {_fmt(r['influence_rate_cross'])} |"
         )
+    seat = [r for r in table if "focal_credit_share_self" in r]
+    if seat:
+        lines += [
+            "",
+            "The focal seat (self / cross): its share of the credit and of the workload, the "
+            "messages it sent, and the influence of its messages on its partners.",
+            "",
+            "| partner | comm | n | credit share | workload share | messages | influence |",
+            "|" + "---|" * 7,
+        ]
+        for r in seat:
+            cells = " | ".join(
+                f"{_fmt(r[f'focal_{name}_self'])} / {_fmt(r[f'focal_{name}_cross'])}"
+                for name in SEAT
+            )
+            lines.append(
+                f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | {cells} |"
+            )
+    swaps = [r for r in table if "swap_drop" in r]
+    if swaps:
+        lines += [
+            "",
+            "Policy-swap drop: the same pairs with the seats exchanged (the focal team on the "
+            "last agent), SR as seated minus SR swapped, paired.",
+            "",
+            "| partner | comm | n | episodes | SR seated | SR swapped | drop | "
+            "seated only / swapped only | McNemar p |",
+            "|" + "---|" * 9,
+        ]
+        for r in swaps:
+            lines.append(
+                f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
+                f"{r['swap_episodes']} | {_fmt(r['SR_cross'])} | {_fmt(r['SR_swapped'])} | "
+                f"{_fmt(r['swap_drop'])} | {r['swap_only_seated']} / "
+                f"{r['swap_only_swapped']} | {_fmt(r['swap_p'], 3)} |"
+            )
     return "\n".join(lines) + "\n"
 
 
-def write_crossplay(root: Path, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def write_crossplay(
+    root: Path,
+    rows: Sequence[Mapping[str, Any]],
+    load_trace: Callable[[Mapping], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """``crossplay.md`` in run directory ``root`` when the run has cross-play rows; the
     records."""
-    table = crossplay_table(rows)
+    table = crossplay_table(rows, load_trace)
     if table:
         title = "# Cross-play: the focal team with held-out partners against self-play\n\n"
         note = (

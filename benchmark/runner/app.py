@@ -7,6 +7,7 @@ writes ``summary.md`` / ``summary.csv`` and prints the summary table.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import replace
@@ -20,11 +21,13 @@ from rich.table import Table
 
 from benchmark.results.challenge import load_challenge
 from benchmark.results.crossplay import (
+    SWAPPED,
     crossplay_markdown,
     crossplay_members,
     parse_population,
     write_crossplay,
 )
+from benchmark.results.members import write_members
 from benchmark.results.references import ReferenceJoin
 from benchmark.results.run_dir import RunDirectory
 from benchmark.results.suite import Suite, parse_suite, suite_episodes
@@ -112,15 +115,20 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
         selfplay = jobs[-1]
         if ep.reference or ep.n_agents < 2:
             continue
-        for partner in partners:  # cross-play: the focal team on agent_0, the partner the rest
-            members = crossplay_members(baseline.name, team_kwargs, partner)
+        # Cross-play: the focal team on agent_0, the partner the rest; with swap, also the
+        # focal team on the last agent (the policy-swap drop).
+        for partner, swapped in itertools.product(partners, (False, True)[: 1 + bool(cfg.swap)]):
+            label = partner["label"] + (SWAPPED if swapped else "")
+            members = crossplay_members(
+                baseline.name, team_kwargs, partner, ep.n_agents, swapped=swapped
+            )
             jobs.append(
                 replace(
                     selfplay,
-                    baseline=f"{baseline.name}+{partner['label']}",
+                    baseline=f"{baseline.name}+{label}",
                     team="mixed",
                     team_kwargs={"members": members},
-                    partner=partner["label"],
+                    partner=label,
                 )
             )
     keys = [j.key for j in jobs]
@@ -293,7 +301,8 @@ def run(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     table = summarize(rows, rundir.load_trace, references)
     deltas = comm_deltas(rows)
     write_summary(root, table, deltas)
-    crossplay = write_crossplay(root, rows)
+    crossplay = write_crossplay(root, rows, rundir.load_trace)
+    write_members(root, rows, rundir.load_trace)
     if cfg.logger.console:
         console.print(
             _summary_table(

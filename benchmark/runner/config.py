@@ -84,6 +84,7 @@ class RunConfig:
     retry_errors: bool = False  # on resume: set error rows aside and play those episodes again
     batch_episodes: int = 1  # episodes a worker plays at once, their LLM calls batched together
     partners: Any = None  # a partner population (configs/partners): cross-play beside self-play
+    swap: bool = False  # with partners: also each pairing with the seats exchanged (swap drop)
     output_dir: str = "${hydra:runtime.output_dir}"  # run directory (re-running into it resumes)
 
 

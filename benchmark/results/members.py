@@ -1,0 +1,113 @@
+"""Per-agent metrics reported per member type: who in a mixed team did the work and the talking.
+
+For every group of a run's episodes (row ``baseline``, comm setting, team size) whose traces name
+their members, :func:`member_table` pools each member's counts over the group's episodes
+(:func:`benchmark.metrics.members.member_metrics`): its share of the atoms credited and of the
+successful actions (credit and workload), the messages it sent per episode, and the share of its
+delivered messages after which the recipient changed its next subtask (influence), and of the
+messages it received after which it changed its own. ``members.md`` in the run directory holds
+the table (:func:`write_members`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmark.metrics.members import member_metrics, sum_counts
+
+Row = Mapping[str, Any]
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def member_table(
+    rows: Sequence[Row], load_trace: Callable[[Row], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One record per (baseline, comm, n_agents, member) over the ok rows with ``members``."""
+    groups: dict[tuple, dict[str, list[dict[str, int]]]] = {}
+    episodes: dict[tuple, int] = {}
+    agents: dict[tuple, int] = {}
+    for row in rows:
+        if row.get("status") != "ok" or row.get("reference") or not row.get("members"):
+            continue
+        trace = load_trace(row)
+        group = (row["baseline"], row["comm"], row["n_agents"])
+        per_member = member_metrics(trace)
+        team = sum_counts(list(per_member.values()))
+        for label, counts in per_member.items():
+            key = (*group, label)
+            parts = groups.setdefault(group, {}).setdefault(label, [])
+            parts.append(
+                {
+                    **{k: counts[k] for k in team},
+                    "team_credited": team["credited"],
+                    "team_actions": team["actions"],
+                }
+            )
+            episodes[key] = episodes.get(key, 0) + 1
+            agents[key] = counts["agents"]
+    out = []
+    for group in sorted(groups, key=str):
+        for label, parts in groups[group].items():
+            total = {name: sum(p[name] for p in parts) for name in parts[0]}
+            key = (*group, label)
+            out.append(
+                {
+                    "baseline": group[0],
+                    "comm": group[1],
+                    "n_agents": group[2],
+                    "member": label,
+                    "agents": agents[key],
+                    "episodes": episodes[key],
+                    "credit_share": _rate(total["credited"], total["team_credited"]),
+                    "workload_share": _rate(total["actions"], total["team_actions"]),
+                    "messages": total["messages"] / episodes[key],
+                    "influence_rate": _rate(total["influenced"], total["influence_pairs"]),
+                    "influenced_by_rate": _rate(
+                        total["influenced_by"], total["influenced_by_pairs"]
+                    ),
+                }
+            )
+    return out
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def members_markdown(table: Sequence[Mapping[str, Any]]) -> str:
+    head = (
+        "| baseline | comm | n | member | agents | episodes | credit share | workload share | "
+        "messages / episode | influence (sent) | influenced (received) |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    for r in table:
+        lines.append(
+            f"| {r['baseline']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
+            f"{r['member']} | {r['agents']} | {r['episodes']} | {_fmt(r['credit_share'])} | "
+            f"{_fmt(r['workload_share'])} | {_fmt(r['messages'])} | "
+            f"{_fmt(r['influence_rate'])} | {_fmt(r['influenced_by_rate'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_members(
+    root: Path, rows: Sequence[Row], load_trace: Callable[[Row], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``members.md`` in run directory ``root`` when its episodes had mixed teams; the records."""
+    table = member_table(rows, load_trace)
+    if table:
+        title = "# Per member: credit, workload, messages and influence in mixed teams\n\n"
+        note = (
+            "Pooled over each group's episodes: credit share = atoms credited to the member's "
+            "agents / atoms credited to the team; workload share = its successful actions "
+            "(other than wait) / the team's; influence (sent) = delivered (message, recipient) "
+            "pairs it sent after which the recipient's next subtask changed / such pairs; "
+            "influenced (received) = the same for the messages its agents received.\n\n"
+        )
+        (root / "members.md").write_text(title + note + members_markdown(table))
+    return table
