@@ -17,6 +17,8 @@ from benchmark.skills import is_targeted, plain_skills, targeted_skills
 class RandomTeam(Team):
     """Independent uniformly random skills, seeded (``seed``) for reproducible runs."""
 
+    deterministic = True  # its generator starts from ``seed`` at every reset
+
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 

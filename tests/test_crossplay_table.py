@@ -12,8 +12,9 @@ import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from benchmark.reproduce.app import committed_runs
-from benchmark.reproduce.crossplay import expand_runs, hydra_value, load_population
+from benchmark.reproduce.crossplay import expand_runs, hydra_value
 from benchmark.reproduce.spec import SpecError, load_table, parse_table
+from benchmark.results.crossplay import load_population
 from leaderboard.tools.seed import PAPER_DIR
 
 
@@ -31,7 +32,7 @@ def test_values_are_written_as_overrides_hydra_reads_back_exactly(value) -> None
 
 
 def test_a_focal_run_becomes_self_play_and_one_run_per_partner() -> None:
-    labels = [p["label"] for p in load_population("heldout")]
+    labels = [p["label"] for p in load_population("heldout")["members"]]
     runs = expand_runs(
         [
             {
@@ -64,7 +65,7 @@ def test_a_focal_run_becomes_self_play_and_one_run_per_partner() -> None:
     ("change", "message"),
     [
         ({"sampled": ["nobody"]}, "not partners of heldout"),
-        ({"population": "nowhere"}, "no partner population 'nowhere'"),
+        ({"population": "nowhere"}, "unknown partner population 'nowhere'"),
         (
             {
                 "runs": [

@@ -70,6 +70,7 @@ def test_options_are_typed(tmp_path: Path) -> None:
         (["test_submissions_per_day=-1"], "test_submissions_per_day: -1 must be >= 0"),
         (["db_url=mysql://x/y"], "db_url: 'mysql://x/y' must start with one of"),
         (["log_level=loud"], "log_level: 'loud' is not one of"),
+        (["partner_population=../x"], "partner_population: '../x': expected the name of a"),
         (["host="], "host: must not be empty"),
         (["data_dir="], "data_dir: must not be empty"),
     ],

@@ -50,8 +50,10 @@ def test_a_track_refuses_fields_of_the_wrong_type() -> None:
 def test_the_suites_are_the_benchmarks_suite_files() -> None:
     known = suites()
     assert set(known) == {
+        "crossplay",
         "default",
         "full",
+        "human",
         "llm_val",
         "llm_heldout",
         "mapthor",
@@ -69,7 +71,12 @@ def test_the_suites_are_the_benchmarks_suite_files() -> None:
     raw = yaml.safe_load((CONFIGS_DIR / "suite" / "smoke.yaml").read_text())
     assert [e.task for e in smoke.entries] == [e["task"] for e in raw["entries"]]
     assert not smoke.hidden and known["test"].hidden
-    with pytest.raises(ValueError, match=r"unknown suite 'nope'; known suites are \['default'"):
+    assert (known["test"].focal, known["crossplay"].focal, known["human"].focal) == (
+        None,
+        "team",
+        "human",
+    )
+    with pytest.raises(ValueError, match=r"unknown suite 'nope'; known suites are \['crossplay'"):
         load_suite("nope")
 
 

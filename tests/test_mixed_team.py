@@ -17,7 +17,7 @@ from benchmark.agents.mixed import MixedTeam, parse_members
 from benchmark.env import make_env
 from benchmark.env.replay import replay
 from benchmark.paths import CONFIGS_DIR
-from benchmark.rollout import run_episode
+from benchmark.rollout import rerun_seats, run_episode
 from benchmark.runner.app import run
 from benchmark.runner.config import register_configs
 
@@ -52,6 +52,22 @@ def test_a_mixed_episode_replays_and_reruns_to_the_same_hash() -> None:
     assert _play(_heuristic_and_idle(), seed=2)["trace_hash"] == trace["trace_hash"]
     forged = {**trace, "members": {"agent_0": IDLE, "agent_1": "heuristic"}}
     assert not replay(forged).hash_matches, "the members are part of the hashed trace"
+
+
+def test_rerunning_a_member_on_its_agents_finds_its_decisions_and_the_first_departure() -> None:
+    quiet = {"baseline": "heuristic", "kwargs": {"silent": True}, "label": "quiet"}
+    env = make_env("transport_produce_fridge_v0", n_agents=3, seed=4, split="test")
+    trace = run_episode(env, MixedTeam([{"agents": [0], "baseline": "heuristic"}, quiet]), seed=4)
+    seats = ["agent_1", "agent_2"]
+    assert rerun_seats(trace, make_team("heuristic", silent=True), seats) is None
+    departure = rerun_seats(trace, make_team("heuristic"), seats)
+    assert departure is not None and departure.agent in seats
+    step = next(s for s in trace["decisions"] if s["tick"] == departure.tick)
+    assert step["actions"][departure.agent] == departure.recorded
+    # Up to there the two played alike: the talking heuristic departs by what it says.
+    assert "| say " in departure.rerun and "| say " not in departure.recorded
+    with pytest.raises(ValueError, match="not agents of the episode"):
+        rerun_seats(trace, make_team("heuristic"), ["agent_5"])
 
 
 def test_a_homogeneous_team_records_no_members() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmark.agents import Team, make_team
+from benchmark.agents import Team, make_team, team_class
 from benchmark.env import make_env
 from benchmark.env.views import TaskInfo
 from benchmark.rollout import run_episode
@@ -42,6 +42,22 @@ def test_the_episode_loop_calls_the_reward_hook_after_every_step() -> None:
     assert len(team.rewards) == len(trace["decisions"]) == 3
     assert all(set(r) == {"agent_0", "agent_1"} for r in team.rewards)
     assert team.metrics() == {} and team.plan() is None, "the optional hooks' defaults"
+
+
+@pytest.mark.parametrize("name", ["heuristic", "random", "oracle"])
+def test_a_team_that_says_it_is_deterministic_plays_an_episode_again_to_the_same_trace(
+    name: str,
+) -> None:
+    assert team_class(name).deterministic
+    options = {"observability": "full"} if name == "oracle" else {}
+    hashes = {
+        run_episode(make_env(TRANSPORT, n_agents=2, seed=3, **options), make_team(name), seed=3)[
+            "trace_hash"
+        ]
+        for _ in range(2)
+    }
+    assert len(hashes) == 1
+    assert not team_class("llm_agents").deterministic, "an LLM team samples"
 
 
 def test_make_team_refuses_a_class_that_is_not_a_team() -> None:

@@ -184,6 +184,8 @@ class HeuristicTeam(Team):
             naming the option.
     """
 
+    deterministic = True  # scripted from its observations: a verifier can re-run it
+
     def __init__(
         self,
         silent: bool = False,

@@ -39,6 +39,8 @@ STUCK_MEMORY = 16
 class OracleTeam(Team):
     """Central planner over all agents (needs ``observability='full'``)."""
 
+    deterministic = True  # scripted from the privileged view: a verifier can re-run it
+
     def reset(self, agent_ids: list[str], task_info: TaskInfo) -> None:
         if task_info.privileged is None:
             raise ValueError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import importlib
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchmark.env.views import TaskInfo
 
@@ -29,6 +29,13 @@ ENTRY_POINT_GROUP = "collab_bench.agents"
 
 class Team(abc.ABC):
     """What the episode loop (:func:`benchmark.rollout.run_episode`) needs from a team."""
+
+    # Whether the team's actions are a function of the episode alone: its task info and the
+    # observations and rewards it is given (no LLM, no unseeded sampling, no wall clock, nothing
+    # kept from an earlier episode). Such a team can be re-run on a trace's agents and must
+    # choose the trace's actions again (:func:`benchmark.rollout.rerun_seats`): the leaderboard
+    # assigns only such partners.
+    deterministic: ClassVar[bool] = False
 
     def bind(self, resources: LLMResources) -> None:
         """Take the LLM resources of the worker that plays this team: the backends it holds,
@@ -75,9 +82,9 @@ def registered_teams() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def make_team(name: str, resources: LLMResources | None = None, **kwargs: Any) -> Team:
-    """Instantiate a team by registered name or ``module:Class`` path, with ``kwargs``; with
-    ``resources``, bound to them (:meth:`Team.bind`)."""
+def team_class(name: str) -> type[Team]:
+    """The class of a team, by registered name or ``module:Class`` path; ValueError naming
+    the registered teams, or why the path cannot be loaded."""
     path = name if ":" in name else registered_teams().get(name)
     if path is None:
         raise ValueError(
@@ -90,7 +97,13 @@ def make_team(name: str, resources: LLMResources | None = None, **kwargs: Any) -
         raise ValueError(f"cannot load team {name!r} from {path!r}: {err}") from err
     if not (isinstance(cls, type) and issubclass(cls, Team)):
         raise ValueError(f"{path} is not a subclass of benchmark.agents.Team")
-    team = cls(**kwargs)
+    return cls
+
+
+def make_team(name: str, resources: LLMResources | None = None, **kwargs: Any) -> Team:
+    """Instantiate a team by registered name or ``module:Class`` path, with ``kwargs``; with
+    ``resources``, bound to them (:meth:`Team.bind`)."""
+    team = team_class(name)(**kwargs)
     if resources is not None:
         team.bind(resources)
     return team

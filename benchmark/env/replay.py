@@ -34,6 +34,11 @@ def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
     A task from outside the registry is rebuilt from the file the trace records, which must
     still hash to the recorded SHA-256 (else :class:`~benchmark.tasks.spec.TaskSpecError`).
     """
+    return start_from_trace(trace)[0]
+
+
+def start_from_trace(trace: dict[str, Any]) -> tuple[CollabEnv, dict[str, dict[str, Any]]]:
+    """:func:`env_from_trace`, and the observations its reset gave every agent."""
     cfg = trace["config"]
     options = {k: v for k, v in cfg["options"].items() if k in EnvOptions.__dataclass_fields__}
     task: Any = cfg["task"]
@@ -49,8 +54,8 @@ def env_from_trace(trace: dict[str, Any]) -> CollabEnv:
                 f"{source['path']} defines task {task.id!r}, the trace's task is {cfg['task']!r}"
             )
     env = make_env(task, scene=cfg["scene"], n_agents=cfg["n_agents"], seed=cfg["seed"], **options)
-    env.reset(seed=cfg["seed"])
-    return env
+    observations, _ = env.reset(seed=cfg["seed"])
+    return env, observations
 
 
 def replay(trace: dict[str, Any]) -> ReplayResult:

@@ -7,6 +7,11 @@ Keys: ``task`` (default ``transport_apple_fridge_v0``), ``n_agents`` (2), ``seed
 ``[{baseline: oracle, agents: [agent_1]}]``), ``port`` (0: a free one), ``out`` (where the
 finished episode's trace and row are written, ``outputs/play``), and any environment option
 (``comm=false``, ``observability=full``, ``token_cap=16``). Values are read as YAML.
+
+``challenge=challenge.json episode=<k>`` plays episode k (from 0) of a leaderboard challenge of
+the human-in-the-loop track (suite ``human``): the challenge fixes the task, seed, scene, team
+and partner, so those keys are not given. Play every episode into one ``out`` directory, then
+``python -m leaderboard.client.pack <out>`` packs it for submission.
 """
 
 from __future__ import annotations
@@ -33,7 +38,11 @@ DEFAULTS: dict[str, Any] = {
     "partners": "heuristic",
     "port": 0,
     "out": str(REPO_ROOT / "outputs" / "play"),
+    "challenge": None,
+    "episode": 0,
 }
+# What a challenge fixes.
+EPISODE_KEYS = ("task", "n_agents", "seed", "scene", "humans", "partners")
 
 
 def parse_args(argv: list[str]) -> dict[str, Any]:
@@ -64,17 +73,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     options = {k: v for k, v in args.items() if k not in DEFAULTS}
     try:
-        session = PlaySession(
-            str(args["task"]),
-            n_agents=int(args["n_agents"]),
-            seed=int(args["seed"]),
-            humans=args["humans"],
-            partners=args["partners"],
-            scene=args["scene"],
-            out_dir=args["out"],
-            **options,
-        )
-    except ValueError as err:  # a bad task, seat, partner or option: say which
+        if args["challenge"]:
+            fixed = [k for k in EPISODE_KEYS if args[k] != DEFAULTS[k]]
+            if fixed:
+                raise ValueError(f"the challenge fixes {fixed}: do not set them")
+            session = PlaySession.from_challenge(
+                args["challenge"], int(args["episode"]), out_dir=args["out"], **options
+            )
+        else:
+            session = PlaySession(
+                str(args["task"]),
+                n_agents=int(args["n_agents"]),
+                seed=int(args["seed"]),
+                humans=args["humans"],
+                partners=args["partners"],
+                scene=args["scene"],
+                out_dir=args["out"],
+                **options,
+            )
+    except ValueError as err:  # a bad task, seat, partner, option or challenge: say which
         raise SystemExit(f"benchmark.play: {err}") from None
     session.on_finish = _report
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -12,6 +12,12 @@ The trace is the environment's ordinary trace, its ``members`` naming ``human`` 
 so it replays with :func:`benchmark.env.replay.replay`. With ``out_dir`` the finished episode is
 written as a run directory writes it: ``traces/<key>.json`` and a row of
 :func:`~benchmark.metrics.episode.episode_metrics` in ``episodes.jsonl``.
+
+:meth:`PlaySession.from_challenge` plays an episode of a leaderboard challenge of a suite people
+play (``focal: human``, the human-in-the-loop track): a person on ``agent_0``, the partner the
+challenge assigns on the other agents. Its ``out_dir`` becomes a run directory as
+``python -m benchmark.run`` writes one (``config.yaml``, ``manifest.json``, rows in the
+runner's shape), which ``python -m leaderboard.client.pack`` packs once every episode is played.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchmark.agents.mixed import MixedTeam
 from benchmark.env import make_env
 from benchmark.env.messaging import OBJECT_ID
@@ -32,8 +40,9 @@ from benchmark.metrics.episode import episode_metrics
 from benchmark.play.choices import Choice, FormError, StaleForm, seat_skills, valid_actions
 from benchmark.play.human import LABEL, HumanMember
 from benchmark.play.view import SightMap, map_png
+from benchmark.results.challenge import Challenge, Partner, load_challenge
 from benchmark.results.run_dir import RunDirectory
-from benchmark.results.suite import episode_key
+from benchmark.results.suite import EpisodeRef, Suite, episode_key, load_suite, suite_episodes
 
 HUMAN_TEAM = "benchmark.play.human:HumanMember"
 
@@ -48,6 +57,34 @@ def partner_members(partners: str | Sequence[Mapping[str, Any]]) -> list[dict[st
     if not isinstance(partners, Sequence) or not partners:
         raise ValueError(f"partners must be a team name or a list of members, got {partners!r}")
     return [dict(m) for m in partners]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The challenge episode a session plays: the challenge file, its suite, the episode."""
+
+    path: Path
+    challenge: Challenge
+    suite: Suite
+    ref: EpisodeRef
+
+    @property
+    def partner(self) -> Partner:
+        """The partner the challenge assigns to the episode."""
+        ref = self.ref
+        partner = self.challenge.partner_of(ref.task, ref.scene, ref.seed, ref.n_agents)
+        if partner is None:
+            raise ValueError(f"challenge {self.challenge.id} assigns no partner to {ref}")
+        return partner
+
+    def config(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The run directory's ``config.yaml``: what packing it reads."""
+        return {
+            "suite": {"name": self.suite.name, "version": self.suite.version},
+            "baseline": {"name": LABEL},
+            "challenge": str(self.path),
+            "env": dict(options),
+        }
 
 
 @dataclass
@@ -75,8 +112,10 @@ class PlaySession:
         partners: str | Sequence[Mapping[str, Any]] = "heuristic",
         scene: str | None = None,
         out_dir: str | Path | None = None,
+        answer: Answer | None = None,
         **options: Any,
     ) -> None:
+        self.answer, self.options = answer, dict(options)
         self.env = env = make_env(task, scene=scene, n_agents=n_agents, seed=seed, **options)
         if env.options.action_level != "skill":
             raise ValueError("people play at action_level=skill (the skill grammar) only")
@@ -110,6 +149,43 @@ class PlaySession:
         self.on_finish: Callable[[PlaySession], None] | None = None  # called once it has ended
         self._take_in(self.obs)
         self._advance()
+
+    @classmethod
+    def from_challenge(
+        cls, path: str | Path, episode: int = 0, out_dir: str | Path | None = None, **options: Any
+    ) -> PlaySession:
+        """Episode ``episode`` (from 0, in the challenge's order) of the challenge file
+        ``path``, of a suite people play: a person on ``agent_0``, the assigned partner on the
+        other agents. ValueError when the suite is not one people play, the episode is not the
+        challenge's, or ``out_dir`` already holds it."""
+        path = Path(path).resolve()
+        challenge = load_challenge(path)
+        suite = load_suite(challenge.suite)
+        if suite.focal != "human":
+            raise ValueError(
+                f"challenge {challenge.id} is for suite {suite.name}, which people do not play; "
+                "run it with python -m benchmark.run"
+            )
+        refs = suite_episodes(suite, bool(options.get("comm", True)), challenge, references=False)
+        if not 0 <= episode < len(refs):
+            raise ValueError(
+                f"episode: {episode} is not one of the challenge's episodes, 0 to {len(refs) - 1}"
+            )
+        ref = refs[episode]
+        if out_dir is not None and ref.key(LABEL) in RunDirectory(out_dir).done():
+            raise ValueError(f"episode {episode} ({ref.key(LABEL)}) was played into {out_dir}")
+        answer = Answer(path, challenge, suite, ref)
+        return cls(
+            ref.task,
+            n_agents=ref.n_agents,
+            seed=ref.seed,
+            humans=["agent_0"],
+            partners=[answer.partner.member()],
+            scene=ref.scene,
+            out_dir=out_dir,
+            answer=answer,
+            **{**options, "split": ref.split, "challenge": challenge.id},
+        )
 
     # ---------------------------------------------------------------- state of the episode
     @property
@@ -226,6 +302,47 @@ class PlaySession:
     def _finish(self, trace: dict[str, Any]) -> None:
         self.trace = trace
         self.team.close()
+        if self.answer is not None:
+            self._finish_answer(trace, self.answer)
+        else:
+            self._finish_free(trace)
+        if self.on_finish is not None:
+            self.on_finish(self)
+
+    def _finish_answer(self, trace: dict[str, Any], answer: Answer) -> None:
+        """The row of a challenge episode, in the runner's shape, into a run directory."""
+        ref, task = answer.ref, self.env.task
+        level = task.source.level if task.source is not None else None
+        self.row = {
+            "key": ref.key(LABEL),
+            "baseline": LABEL,
+            "suite": answer.suite.name,
+            "suite_version": answer.suite.version,
+            "task": ref.task,
+            "family": task.family,
+            **({"level": level} if level is not None else {}),
+            "task_version": task.version,
+            "split": ref.split,
+            "scene": trace["config"]["scene"],
+            "seed": ref.seed,
+            "n_agents": ref.n_agents,
+            "comm": ref.comm,
+            "reference": False,
+            "status": "ok",
+            **episode_metrics(trace),
+            "trace_hash": trace["trace_hash"],
+            "members": trace["members"],
+            "partner": answer.partner.label,
+        }
+        if self.out_dir is not None:
+            run = RunDirectory(self.out_dir)
+            config = answer.config(self.options)
+            (run.root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            run.write_manifest(config, answer.suite.version)
+            self.row = run.record(self.row, trace)
+            self.trace_path = run.root / self.row["trace_path"]
+
+    def _finish_free(self, trace: dict[str, Any]) -> None:
         cfg = trace["config"]
         key = episode_key(
             LABEL,
@@ -256,5 +373,3 @@ class PlaySession:
             run = RunDirectory(self.out_dir)
             self.row = run.record(self.row, trace)
             self.trace_path = run.root / self.row["trace_path"]
-        if self.on_finish is not None:
-            self.on_finish(self)

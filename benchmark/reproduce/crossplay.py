@@ -24,10 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from benchmark.paths import CONFIGS_DIR
-from benchmark.results.crossplay import COLLAB, SEAT, crossplay_table, parse_population
+from benchmark.results.crossplay import COLLAB, SEAT, crossplay_table, load_population
 
 if TYPE_CHECKING:
     from benchmark.reproduce.sources import Row, RunData
@@ -67,15 +64,6 @@ def hydra_value(value: Any) -> str:
     raise ValueError(f"{value!r} cannot be written in an override")
 
 
-def load_population(name: str) -> list[dict[str, Any]]:
-    """The members of ``configs/partners/<name>.yaml``."""
-    path = CONFIGS_DIR / "partners" / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ValueError(f"no partner population {name!r}: {path} does not exist; known {known}")
-    return parse_population(yaml.safe_load(path.read_text()) or {})
-
-
 def _members_override(members: list[dict[str, Any]]) -> str:
     return f"baseline.kwargs.members={hydra_value(members)}"
 
@@ -85,7 +73,7 @@ def expand_runs(
 ) -> list[dict[str, Any]]:
     """The played runs of a crossplay table's ``runs`` (see the module docstring), as run
     mappings; ValueError naming the run and field otherwise."""
-    partners = load_population(population)
+    partners = load_population(population)["members"]
     labels = [p["label"] for p in partners]
     unknown = sorted(set(sampled) - set(labels))
     if unknown:

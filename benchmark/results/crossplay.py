@@ -18,10 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchmark.metrics.members import seat_metrics
 from benchmark.metrics.stats import clopper_pearson, mcnemar_exact, t_interval
+from benchmark.paths import CONFIGS_DIR
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+POPULATIONS_DIR = CONFIGS_DIR / "partners"
 COLLAB = ("B", "messages", "influence_rate", "redundancy", "L")
 # A partner's label with this suffix: its episodes were played with the seats exchanged.
 SWAPPED = "@swapped"
@@ -54,6 +58,20 @@ def parse_population(population: Mapping[str, Any]) -> list[dict[str, Any]]:
         seen.add(label)
         out.append({k2: v for k2, v in member.items() if k2 != "agents"})
     return out
+
+
+def load_population(name: str, root: Path = POPULATIONS_DIR) -> dict[str, Any]:
+    """The partner population ``configs/partners/<name>.yaml``: its ``name``, ``version`` and
+    :func:`parse_population`'s ``members``; ValueError naming the known populations."""
+    path = root / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in root.glob("*.yaml"))
+        raise ValueError(f"unknown partner population {name!r}; known populations are {known}")
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: expected a mapping with name, version and members")
+    members = parse_population(data)
+    return {"name": data["name"], "version": str(data.get("version", "")), "members": members}
 
 
 def crossplay_members(

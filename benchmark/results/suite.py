@@ -6,6 +6,11 @@ entries list no seeds hides them: its episodes are those of a challenge
 (:class:`~benchmark.results.challenge.Challenge`). :func:`suite_episodes` is the one list of a
 suite's episodes, each run episode followed by its one-agent reference: ``python -m
 benchmark.run`` plays that list and the leaderboard expects it, so the two cannot drift.
+
+A hidden-seed suite may have a focal seat (``focal``): then ``agent_0`` of every episode is
+played by the submitted team (``team``: the cross-play track) or by a person (``human``: the
+human-in-the-loop track), and every other agent by the partner its challenge assigns to the
+episode (:class:`~benchmark.results.challenge.Partner`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from benchmark.results.challenge import Challenge
 from benchmark.tasks.spec import is_task_path
 
 SUITES_DIR = CONFIGS_DIR / "suite"
+# Who plays agent_0 of a suite with a focal seat: the submitted team, or a person.
+FOCAL_SEATS = ("team", "human")
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,12 @@ class SuiteEntry:
 
 @dataclass(frozen=True)
 class Suite:
+    """A suite (see the module docstring); ``focal`` is None or one of :data:`FOCAL_SEATS`."""
+
     name: str
     version: str
     entries: tuple[SuiteEntry, ...]
+    focal: str | None = None
 
     @property
     def hidden(self) -> bool:
@@ -179,7 +189,25 @@ def parse_suite(data: Any, where: str, registered_only: bool = False) -> Suite:
             f"{where}: field 'entries': some entries list seeds and some do not; a suite either "
             "publishes its seeds or hides them all"
         )
-    return Suite(name=data["name"], version=data["version"], entries=tuple(entries))
+    focal = data.get("focal")
+    if focal is not None:
+        if focal not in FOCAL_SEATS:
+            raise ValueError(
+                f"{where}: field 'focal': expected one of {list(FOCAL_SEATS)} or none, got "
+                f"{focal!r}"
+            )
+        if entries[0].seeds:
+            raise ValueError(
+                f"{where}: field 'focal': a suite with a focal seat hides its seeds (the "
+                "partners come with each challenge)"
+            )
+        for k, e in enumerate(entries):
+            if min(e.n_agents) < 2:
+                raise ValueError(
+                    f"{where}: field 'entries[{k}].n_agents': a suite with a focal seat plays "
+                    f"teams of 2 or more, got {list(e.n_agents)}"
+                )
+    return Suite(name=data["name"], version=data["version"], entries=tuple(entries), focal=focal)
 
 
 # Every upload and every verification reads the suites: each file is parsed once per version
@@ -255,6 +283,15 @@ def suite_episodes(
             if entry is None or ep.n_agents not in entry.n_agents:
                 raise ValueError(
                     f"challenge {challenge.id}: episode {ep} is not a cell of suite {suite.name}"
+                )
+            if (ep.partner is None) != (suite.focal is None):
+                raise ValueError(
+                    f"challenge {challenge.id}: episode {ep.task} {ep.scene} seed {ep.seed} "
+                    + (
+                        f"has no partner, and suite {suite.name} assigns one to every episode"
+                        if ep.partner is None
+                        else f"assigns a partner, and suite {suite.name} has no focal seat"
+                    )
                 )
             cells.append((entry, ep.seed, (ep.n_agents,), ep.scene))
     out: list[EpisodeRef] = []

@@ -58,10 +58,22 @@ def run_suite(cfg: DictConfig) -> Suite:
 
 def build_jobs(cfg: DictConfig) -> list[Job]:
     """Every episode of the run (:func:`benchmark.results.suite.suite_episodes`, the list the
-    leaderboard expects), the one-agent references included when ``reference`` is set."""
+    leaderboard expects), the one-agent references included when ``reference`` is set. On a
+    suite with a focal seat each run episode is a mixed team: the baseline on agent_0 and the
+    partner the challenge assigns on the other agents (rows keep the baseline's name and say
+    the ``partner``)."""
     if not cfg.suite.entries:
         raise ValueError(f"suite {cfg.suite.name!r} has no entries")
     suite = run_suite(cfg)
+    if suite.focal == "human":
+        raise ValueError(
+            f"suite {suite.name!r}: people play agent_0 of its episodes; play each with "
+            "python -m benchmark.play challenge=<file> episode=<k>"
+        )
+    if suite.focal is not None and cfg.get("partners"):
+        raise ValueError(
+            f"suite {suite.name!r}: its challenge assigns the partners; do not set partners"
+        )
     baseline = cfg.baseline
     env_options = {**OmegaConf.to_container(baseline.env), **OmegaConf.to_container(cfg.env)}
     challenge = load_challenge(cfg.challenge) if cfg.challenge else None
@@ -115,6 +127,12 @@ def build_jobs(cfg: DictConfig) -> list[Job]:
         selfplay = jobs[-1]
         if ep.reference or ep.n_agents < 2:
             continue
+        assigned = challenge and challenge.partner_of(ep.task, ep.scene, ep.seed, ep.n_agents)
+        if assigned:  # a focal seat: the team on agent_0, the assigned partner on the rest
+            members = crossplay_members(baseline.name, team_kwargs, assigned.member())
+            jobs[-1] = replace(
+                selfplay, team="mixed", team_kwargs={"members": members}, partner=assigned.label
+            )
         # Cross-play: the focal team on agent_0, the partner the rest; with swap, also the
         # focal team on the last agent (the policy-swap drop).
         for partner, swapped in itertools.product(partners, (False, True)[: 1 + bool(cfg.swap)]):

@@ -22,6 +22,7 @@ class SuiteConfig:
     name: str = "default"  # suite name, recorded in every result row
     version: str = "v1"  # suite version; results of different versions never mix
     entries: list[SuiteEntry] = field(default_factory=list)  # (task, split, n_agents, seeds) rows
+    focal: str | None = None  # who plays agent_0, team | human; the challenge assigns the rest
 
 
 @dataclass

@@ -235,11 +235,13 @@ ROW_FIELDS = {
     **dict.fromkeys(METRIC_NAMES, "number or null"),
 }
 # Optional row fields the server checks: per-agent credit (recomputed with the metrics), a
-# mixed team's members (against the trace), and
-# the task's family, MAP-THOR level and version (against the server's task registry).
+# mixed team's members (against the trace), the partner of a focal-seat suite's episode (against
+# the challenge), and the task's family, MAP-THOR level and version (against the server's task
+# registry).
 ROW_CHECKED_FIELDS = {
     "credited": "list",
     "members": "string map",  # a mixed team's member of each agent (against its trace)
+    "partner": "string",  # the partner a challenge assigned (against the challenge)
     "family": "string",
     "level": "integer",
     "task_version": "integer",

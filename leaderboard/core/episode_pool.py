@@ -130,7 +130,7 @@ class _Worker:
 
 
 def _rejected(args: Sequence[Any], reason: str) -> EpisodeCheck:
-    # The arguments are verify_bundle's: (ref, track, challenge, row, trace).
+    # The arguments are verify_bundle's: (ref, track, challenge, row, trace, seats).
     row, trace = args[3], args[4]
     return EpisodeCheck(str(row.get("key")), False, (reason,), {}, str(trace.get("trace_hash")))
 

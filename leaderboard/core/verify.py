@@ -7,6 +7,15 @@ checks that the trace's body still hashes to its ``trace_hash``, replays every d
 simulator, and recomputes every per-episode metric with :mod:`benchmark.metrics.episode`. A reason
 names the field and reads ``<field>: <submitted> != <server's>``.
 
+On a suite with a focal seat (the cross-play and human tracks) the challenge assigns each run
+episode's partner (:class:`Seats`): the trace's members must name the focal seat's player on
+``agent_0`` and the assigned partner on every other agent, and the partner is re-run on its
+agents during a second replay (:func:`benchmark.rollout.rerun_seats`, the team built by name with
+:func:`benchmark.agents.make_team`): it must choose every one of their recorded decisions. So a
+trace whose other agents were played by anything else is rejected, naming the agent, the tick and
+both actions. What played ``agent_0`` is the submitter's claim, as a baseline's name always is:
+on the human track, nothing here proves a person chose its actions.
+
     python -m leaderboard.core.verify sub.tar.gz [--challenge challenge.json] [--rate]
 
 verifies a bundle file and prints the verdict; ``--rate`` also measures single-process replay
@@ -24,10 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmark.agents import make_team
 from benchmark.env import make_env, replay, trace_hash
 from benchmark.metrics.episode import episode_metrics
-from benchmark.results.challenge import Challenge, ChallengeError, load_challenge
-from benchmark.results.suite import EpisodeRef, load_suite
+from benchmark.play.human import LABEL as HUMAN
+from benchmark.results.challenge import Challenge, ChallengeError, Partner, load_challenge
+from benchmark.results.suite import EpisodeRef, Suite, load_suite
+from benchmark.rollout import rerun_seats
 from benchmark.tasks.spec import load_task
 from leaderboard.core.bundle import Bundle, BundleError, read_bundle
 from leaderboard.core.tracks import Track, expected_episodes
@@ -77,6 +89,20 @@ class Verdict:
     def explanation(self) -> list[str]:
         """Every reason, the episode's key first for episode-level ones."""
         return [*self.reasons, *(f"{c.key}: {r}" for c in self.episodes for r in c.reasons)]
+
+
+@dataclass(frozen=True)
+class Seats:
+    """Who must have played a run episode of a suite with a focal seat.
+
+    Attributes:
+        focal: the member label of ``agent_0``: ``human`` on a suite people play, else the
+            submission's baseline.
+        partner: the partner the challenge assigned to every other agent.
+    """
+
+    focal: str
+    partner: Partner
 
 
 @functools.lru_cache(maxsize=8192)
@@ -160,10 +186,63 @@ def _checklist_difference(got: Any, want: list[dict[str, Any]]) -> str:
     )
 
 
+def _seat_members(seats: Seats | None, row: dict[str, Any], trace: dict) -> list[str]:
+    """The row's partner and the trace's members against the challenge's assignment."""
+    assigned = seats.partner.label if seats is not None else None
+    if "partner" in row and not _same(row["partner"], assigned):
+        return [f"partner: {shown(row['partner'])} != {assigned!r} (the challenge's assignment)"]
+    if seats is None:
+        return []
+    members = trace.get("members")
+    if not isinstance(members, dict):
+        return [
+            f"members: the trace records none; agent_0 is {seats.focal!r} and every other "
+            f"agent the assigned partner {assigned!r}"
+        ]
+    agents = [f"agent_{k}" for k in range(trace["config"]["n_agents"])]
+    reasons = []
+    for agent in agents:
+        want, who = (
+            (seats.focal, "agent_0's player")
+            if agent == "agent_0"
+            else (assigned, "the challenge's partner")
+        )
+        if not _same(members.get(agent), want):
+            reasons.append(f"members.{agent}: {shown(members.get(agent))} != {want!r} ({who})")
+    return reasons
+
+
+def _rerun_partner(partner: Partner, trace: dict) -> list[str]:
+    """Re-run the assigned partner on every agent but agent_0 of the trace."""
+    team = make_team(partner.baseline, **partner.kwargs)
+    agents = [f"agent_{k}" for k in range(1, trace["config"]["n_agents"])]
+    try:
+        departure = rerun_seats(trace, team, agents)
+    # A forged trace can break the re-run in any way; that is a rejection, not a server error.
+    except Exception as err:
+        return [
+            f"partner: {partner.label!r} cannot be re-run on the trace: {type(err).__name__}: {err}"
+        ]
+    finally:
+        team.close()
+    if departure is None:
+        return []
+    return [
+        f"{departure.agent}: at tick {departure.tick} the assigned partner {partner.label!r} "
+        f"chooses {shown(departure.rerun, 120)}, the trace has {shown(departure.recorded, 120)}"
+    ]
+
+
 def verify_episode(
-    ref: EpisodeRef, track: Track, challenge: str | None, row: dict[str, Any], trace: dict
+    ref: EpisodeRef,
+    track: Track,
+    challenge: str | None,
+    row: dict[str, Any],
+    trace: dict,
+    seats: Seats | None = None,
 ) -> EpisodeCheck:
-    """Verify one episode (see the module docstring); never raises on a bad trace."""
+    """Verify one episode (see the module docstring), with ``seats`` the assignment of a run
+    episode of a suite with a focal seat; never raises on a bad trace."""
     key = str(row.get("key"))
     recorded = str(trace.get("trace_hash"))
 
@@ -179,6 +258,8 @@ def verify_episode(
     if body != recorded:
         reasons.append(f"trace_hash: {recorded} != {body} (the hash of the trace's body)")
     reasons += _identity(ref, track, row, trace)
+    if not reasons:
+        reasons += _seat_members(seats, row, trace)
     if reasons:
         return rejected(reasons)
     try:
@@ -199,6 +280,10 @@ def verify_episode(
         return rejected(
             [f"trace_hash: {recorded} != {result.replayed_hash} (the replayed trace's)"]
         )
+    if seats is not None:
+        departed = _rerun_partner(seats.partner, trace)
+        if departed:
+            return rejected(departed)
     metrics = episode_metrics(trace)
     reasons = [
         f"{name}: {shown(row.get(name))} != {value!r}"
@@ -322,7 +407,7 @@ def plan(bundle: Bundle, challenge: Challenge | None = None) -> Plan:
         return Plan(track, cid, tuple(reasons), ())
 
     try:
-        hidden = load_suite(track.suite).hidden
+        suite = load_suite(track.suite)
         refs = expected_episodes(track, challenge)
     except ValueError as err:
         return rejected([f"track {track.key}: {err}"])
@@ -332,10 +417,28 @@ def plan(bundle: Bundle, challenge: Challenge | None = None) -> Plan:
         return rejected(
             [f"track {track.key}: the suite has no episode for {track.n_agents} agents"]
         )
-    reasons, jobs = _match(bundle, refs, hidden, cid)
+    baseline = bundle.manifest["baseline"]
+    if suite.focal == "human" and baseline != HUMAN:
+        return rejected(
+            [f"manifest.baseline: {shown(baseline)} != {HUMAN!r} (people play suite {suite.name})"]
+        )
+    reasons, jobs = _match(bundle, refs, suite.hidden, cid)
     if reasons:
         return rejected(reasons)
     return Plan(track, cid, (), tuple(jobs))
+
+
+def seats_of(
+    suite: Suite, ref: EpisodeRef, challenge: Challenge | None, baseline: str
+) -> Seats | None:
+    """Who must have played ``ref`` (None: a suite without a focal seat, or a reference,
+    which the focal seat's player plays alone)."""
+    if suite.focal is None or ref.reference or challenge is None:
+        return None
+    partner = challenge.partner_of(ref.task, ref.scene, ref.seed, ref.n_agents)
+    if partner is None:
+        raise ValueError(f"challenge {challenge.id} assigns no partner to {ref}")
+    return Seats(HUMAN if suite.focal == "human" else baseline, partner)
 
 
 def verify_bundle(
@@ -346,15 +449,17 @@ def verify_bundle(
 ) -> Verdict:
     """Verify a bundle against the server's registry (and, for a hidden-seed suite, the
     ``challenge`` it answers): :func:`plan`'s bundle-level checks, then
-    ``mapper(check, refs, tracks, challenges, rows, traces)`` (``map`` or a process pool's)
-    checks every episode. ``ok`` only when all pass."""
+    ``mapper(check, refs, tracks, challenges, rows, traces, seats)`` (``map`` or a process
+    pool's; ``seats`` of :func:`seats_of`) checks every episode. ``ok`` only when all pass."""
     checked = plan(bundle, challenge)
     track, cid = checked.track, checked.challenge
     if checked.reasons:
         return Verdict(False, track, cid, checked.reasons, (), frozenset())
     refs, rows, traces = zip(*checked.jobs, strict=True)
     n = len(refs)
-    checks = tuple(mapper(check, refs, [track] * n, [cid] * n, rows, traces))
+    suite, baseline = load_suite(track.suite), bundle.manifest["baseline"]
+    seats = [seats_of(suite, ref, challenge, baseline) for ref in refs]
+    checks = tuple(mapper(check, refs, [track] * n, [cid] * n, rows, traces, seats))
     run_hashes = frozenset(
         c.trace_hash for c, ref in zip(checks, refs, strict=True) if not ref.reference
     )

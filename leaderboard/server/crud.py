@@ -27,7 +27,7 @@ from sqlalchemy import Select, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from benchmark.results.challenge import Challenge, ChallengeEpisode
+from benchmark.results.challenge import Challenge, ChallengeEpisode, Partner
 from benchmark.results.suite import suites
 from leaderboard.core.tracks import Track
 from leaderboard.core.untrusted import invisible_character
@@ -220,10 +220,7 @@ def store_challenge(
         suite_version=challenge.suite_version,
         issued_at=issued_at,
         expires_at=datetime.fromisoformat(challenge.expires),
-        episodes=[
-            {"task": e.task, "scene": e.scene, "seed": e.seed, "n_agents": e.n_agents}
-            for e in challenge.episodes
-        ],
+        episodes=[e.to_json() for e in challenge.episodes],
     )
     session.add(row)
     session.commit()
@@ -238,7 +235,16 @@ def as_challenge(row: models.Challenge) -> Challenge:
         suite_version=row.suite_version,
         team=row.team.name,
         expires=row.expires_at.isoformat(),
-        episodes=tuple(ChallengeEpisode(**e) for e in row.episodes),
+        episodes=tuple(
+            ChallengeEpisode(
+                e["task"],
+                e["scene"],
+                e["seed"],
+                e["n_agents"],
+                Partner.from_json(e["partner"]) if e.get("partner") else None,
+            )
+            for e in row.episodes
+        ),
     )
 
 

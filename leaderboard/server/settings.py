@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 import stat
 import sys
@@ -102,6 +103,21 @@ class Settings(BaseSettings):
             "scenes per task of a hidden-seed suite in a challenge (the same for every team)"
         ),
     )
+    partner_population: str = Field(
+        "heldout",
+        description=(
+            "the partner population (configs/partners/<name>.yaml) whose members challenges "
+            "of suites with a focal seat (cross-play, human) assign to the other agents"
+        ),
+    )
+    partner_labels: str = Field(
+        "",
+        description=(
+            "the members of partner_population to assign, comma-separated labels; empty: every "
+            "member verification can re-run (deterministic scripted teams). A named member it "
+            "cannot re-run is refused when a challenge is issued"
+        ),
+    )
     test_submissions_per_day: int = Field(
         3, description="test-track submissions a team may make in any 24 hours"
     )
@@ -125,6 +141,13 @@ class Settings(BaseSettings):
     def _host(cls, value: str) -> str:
         if not value:
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("partner_population")
+    @classmethod
+    def _population(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", value):
+            raise ValueError(f"{value!r}: expected the name of a configs/partners file")
         return value
 
     @field_validator("port")
@@ -189,6 +212,11 @@ class Settings(BaseSettings):
             max_ratio=self.max_ratio,
             max_json_values=self.max_json_values,
         )
+
+    @property
+    def partner_label_list(self) -> tuple[str, ...]:
+        """``partner_labels`` as a tuple (empty: every member that can be re-run)."""
+        return tuple(label.strip() for label in self.partner_labels.split(",") if label.strip())
 
     @property
     def bundles_dir(self) -> Path:

@@ -43,41 +43,51 @@ def _first(name: str, row: dict[str, Any]) -> bool:
     return True
 
 
-def dies_once(ref: Any, track: Any, challenge: Any, row: dict, trace: dict) -> EpisodeCheck:
+def dies_once(
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
+) -> EpisodeCheck:
     if _first("dies", row):
         os._exit(3)
-    return verify_episode(ref, track, challenge, row, trace)
+    return verify_episode(ref, track, challenge, row, trace, seats)
 
 
 def exhausts_memory_once(
-    ref: Any, track: Any, challenge: Any, row: dict, trace: dict
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
 ) -> EpisodeCheck:
     if _first("memory", row):
         bytearray(8 << 30)  # 8 GiB of address space, far past any limit the tests set
-    return verify_episode(ref, track, challenge, row, trace)
+    return verify_episode(ref, track, challenge, row, trace, seats)
 
 
-def sleeps_once(ref: Any, track: Any, challenge: Any, row: dict, trace: dict) -> EpisodeCheck:
+def sleeps_once(
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
+) -> EpisodeCheck:
     if _first("sleeps", row):
         time.sleep(3600)
-    return verify_episode(ref, track, challenge, row, trace)
+    return verify_episode(ref, track, challenge, row, trace, seats)
 
 
-def hangs_once(ref: Any, track: Any, challenge: Any, row: dict, trace: dict) -> EpisodeCheck:
+def hangs_once(
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
+) -> EpisodeCheck:
     """Like code stuck outside the interpreter: the worker's alarm never gets through."""
     if _first("hangs", row):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         time.sleep(3600)
-    return verify_episode(ref, track, challenge, row, trace)
+    return verify_episode(ref, track, challenge, row, trace, seats)
 
 
-def raises_once(ref: Any, track: Any, challenge: Any, row: dict, trace: dict) -> EpisodeCheck:
+def raises_once(
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
+) -> EpisodeCheck:
     if _first("raises", row):
         raise RuntimeError("an injected bug")
-    return verify_episode(ref, track, challenge, row, trace)
+    return verify_episode(ref, track, challenge, row, trace, seats)
 
 
-def blocks(ref: Any, track: Any, challenge: Any, row: dict, trace: dict) -> EpisodeCheck:
+def blocks(
+    ref: Any, track: Any, challenge: Any, row: dict, trace: dict, seats: Any = None
+) -> EpisodeCheck:
     """Never returns (within an hour); marks the first episode it got."""
     _first("blocks", row)
     time.sleep(3600)

@@ -4,7 +4,10 @@ most ``challenges_per_day`` in any 24 hours (429 past it, concurrent requests in
 
 The answer is the challenge file that ``python -m benchmark.run suite=test
 challenge=challenge.json`` runs; a submission answering it names its id in the manifest (and
-every trace records it). See :mod:`leaderboard.core.challenges` for how the seeds are drawn.
+every trace records it). See :mod:`leaderboard.core.challenges` for how the seeds are drawn. On
+a suite with a focal seat each episode also names its ``partner``; its episodes are run with
+``python -m benchmark.run suite=crossplay challenge=challenge.json baseline=<team>`` or played
+with ``python -m benchmark.play challenge=challenge.json episode=<k>`` (suite ``human``).
 """
 
 from __future__ import annotations
@@ -30,11 +33,20 @@ class ChallengeRequest(BaseModel):
     suite: str = Field(default="test", max_length=64, description="a hidden-seed suite")
 
 
+class PartnerOut(BaseModel):
+    label: str
+    baseline: str
+    kwargs: dict[str, Any]
+
+
 class ChallengeEpisodeOut(BaseModel):
     task: str
     scene: str
     seed: int
     n_agents: int
+    partner: PartnerOut | None = Field(
+        default=None, description="the member that plays every agent but agent_0 (focal seats)"
+    )
 
 
 class ChallengeOut(BaseModel):

@@ -115,7 +115,7 @@ class Challenge(Base):
     suite_version: Mapped[str] = mapped_column(String(32))
     issued_at: Mapped[datetime]
     expires_at: Mapped[datetime]
-    episodes: Mapped[list[Any]]  # [{task, scene, seed, n_agents}, ...]
+    episodes: Mapped[list[Any]]  # [{task, scene, seed, n_agents[, partner]}, ...]
 
     team: Mapped[Team] = relationship()
     submission: Mapped[Submission | None] = relationship(back_populates="challenge")
