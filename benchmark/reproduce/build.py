@@ -12,20 +12,24 @@ take the value ``all`` (every family, every level). Failed episodes are counted 
 task, scene, seed and team size, and give the mean difference (on - off) per column with a
 Student-t interval; a column ``<metric>@on`` (``@off``) gives the metric itself over the comm-on
 (comm-off) episodes instead, for metrics with no value without messages (influence).
+
+``crossplay`` tables (:mod:`benchmark.reproduce.crossplay`) pair each partner run's episodes
+with its focal run's self-play (:func:`crossplay_records`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmark.metrics.episode import run_metrics
 from benchmark.metrics.specs import BY_NAME
-from benchmark.reproduce.crossplay import crossplay_records
 from benchmark.reproduce.sources import Row, RunData
 from benchmark.reproduce.spec import TableSpec
+from benchmark.results.crossplay import crossplay_table
 from benchmark.results.references import with_reference
 from benchmark.results.summary import RUN_METRICS, interval_cell
 
@@ -191,6 +195,48 @@ def comm_records(spec: TableSpec, runs: Sequence[RunData]) -> list[Record]:
             ]
             rec[column] = interval_cell(diffs, None)
         out.append(rec)
+    return out
+
+
+def _cell(rec: Mapping[str, Any], column: str) -> dict[str, Any]:
+    name, _, side = column.partition("@")
+    key = f"{name}_{side}" if side else name
+    lo, hi = rec.get(f"{key}_ci") or (None, None)
+    return {"mean": rec.get(key), "lo": lo, "hi": hi, "n": rec["episodes"]}
+
+
+def _load_from(loaders: Mapping[str | None, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    return loaders[row.get("partner")](row)
+
+
+def crossplay_records(columns: Sequence[str], runs: Sequence[RunData]) -> list[Record]:
+    """One record per (focal run, partner): ``baseline`` (the focal run's label), ``partner``,
+    ``episodes`` (paired), ``errors`` (the partner run's failed episodes) and the columns."""
+    out: list[Record] = []
+    for focal in (r for r in runs if not r.spec.focal):
+        group = [focal, *(r for r in runs if r.spec.focal == focal.spec.id)]
+        rows: list[Row] = []
+        loaders = {}
+        for run in group:
+            partner = run.spec.partner or None
+            loaders[partner] = run.load_trace
+            rows += [{**r, "partner": partner} for r in run.rows]
+
+        load_trace = functools.partial(_load_from, loaders)
+
+        errors = {run.spec.partner: sum(r.get("status") != "ok" for r in run.rows) for run in group}
+        labels = {run.spec.partner: run.spec.label for run in group}
+        for rec in crossplay_table(rows, load_trace):
+            out.append(
+                {
+                    "baseline": focal.spec.label,
+                    "partner": rec["partner"],
+                    "run_label": labels[rec["partner"]],
+                    "episodes": rec["episodes"],
+                    "errors": errors[rec["partner"]],
+                    **{column: _cell(rec, column) for column in columns},
+                }
+            )
     return out
 
 

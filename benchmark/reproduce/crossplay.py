@@ -9,27 +9,23 @@ the focal member on agent_0, the partner on the rest. All are ``baseline=mixed``
 same episodes, so their bundles are ordinary mixed-team submissions. A partner run is
 deterministic when its focal run is and its partner is not among the table's ``sampled``.
 
-:func:`crossplay_records` pairs every partner run's episodes with its focal run's self-play
-episodes (:func:`benchmark.results.crossplay.crossplay_table`) and gives one record per (focal,
-partner). Columns: ``<metric>@self`` and ``<metric>@cross`` (SR with its exact interval; TR and
-the collaboration metrics means), ``SR@gap`` and ``TR@gap`` (self-play minus cross-play; TR with
-its paired t interval), ``mcnemar_p`` (exact, on the discordant pairs), and the focal seat's own
-numbers ``focal_<credit_share|workload_share|messages|influence_rate>@self|@cross``.
+:func:`benchmark.reproduce.build.crossplay_records` pairs every partner run's episodes with its
+focal run's self-play episodes (:func:`benchmark.results.crossplay.crossplay_table`) and gives
+one record per (focal, partner). Columns: ``<metric>@self`` and ``<metric>@cross`` (SR with its
+exact interval; TR and the collaboration metrics means), ``SR@gap`` and ``TR@gap`` (self-play
+minus cross-play; TR with its paired t interval), ``mcnemar_p`` (exact, on the discordant
+pairs), and the focal seat's own numbers
+``focal_<credit_share|workload_share|messages|influence_rate>@self|@cross``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from benchmark.results.crossplay import COLLAB, SEAT, crossplay_table, load_population
+from benchmark.results.crossplay import COLLAB, SEAT, load_population
 
-if TYPE_CHECKING:
-    from benchmark.reproduce.sources import Row, RunData
-
-Record = dict[str, Any]
 RUN_FIELDS = {"id", "label", "overrides", "deterministic", "short", "focal", "partners"}
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 COLUMNS = (
@@ -123,48 +119,6 @@ def expand_runs(
                     "overrides": ["baseline=mixed", _members_override(members), *overrides],
                     "focal": run.get("id"),
                     "partner": partner["label"],
-                }
-            )
-    return out
-
-
-def _cell(rec: Mapping[str, Any], column: str) -> dict[str, Any]:
-    name, _, side = column.partition("@")
-    key = f"{name}_{side}" if side else name
-    lo, hi = rec.get(f"{key}_ci") or (None, None)
-    return {"mean": rec.get(key), "lo": lo, "hi": hi, "n": rec["episodes"]}
-
-
-def _load_from(loaders: Mapping[str | None, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    return loaders[row.get("partner")](row)
-
-
-def crossplay_records(columns: Sequence[str], runs: Sequence[RunData]) -> list[Record]:
-    """One record per (focal run, partner): ``baseline`` (the focal run's label), ``partner``,
-    ``episodes`` (paired), ``errors`` (the partner run's failed episodes) and the columns."""
-    out: list[Record] = []
-    for focal in (r for r in runs if not r.spec.focal):
-        group = [focal, *(r for r in runs if r.spec.focal == focal.spec.id)]
-        rows: list[Row] = []
-        loaders = {}
-        for run in group:
-            partner = run.spec.partner or None
-            loaders[partner] = run.load_trace
-            rows += [{**r, "partner": partner} for r in run.rows]
-
-        load_trace = functools.partial(_load_from, loaders)
-
-        errors = {run.spec.partner: sum(r.get("status") != "ok" for r in run.rows) for run in group}
-        labels = {run.spec.partner: run.spec.label for run in group}
-        for rec in crossplay_table(rows, load_trace):
-            out.append(
-                {
-                    "baseline": focal.spec.label,
-                    "partner": rec["partner"],
-                    "run_label": labels[rec["partner"]],
-                    "episodes": rec["episodes"],
-                    "errors": errors[rec["partner"]],
-                    **{column: _cell(rec, column) for column in columns},
                 }
             )
     return out
