@@ -188,6 +188,21 @@ def test_a_mixed_run_is_packed_and_verified_by_the_leaderboard(tmp_path: Path) -
     # Members are a claim of the submitter, like the baseline's name: replay checks that the
     # row and the hashed trace agree, not who chose the actions.
 
+    def member_stats(name: str):  # an LLM member's own numbers, under its place in the list
+        def add(rows: list[dict], traces: dict) -> None:
+            rows[0][name] = 1234
+
+        return add
+
+    with_stats = verify_bundle(
+        read_bundle(io.BytesIO(edit(data, member_stats("member1/llm/tokens_in"))))
+    )
+    assert with_stats.ok, with_stats.explanation
+    from leaderboard.core.bundle import BundleError
+
+    with pytest.raises(BundleError, match="member1/llm/tokens/in"):
+        read_bundle(io.BytesIO(edit(data, member_stats("member1/llm/tokens/in"))))
+
 
 def test_llm_members_on_one_model_share_the_workers_backend_in_a_batch(
     tiny_model: Path, monkeypatch

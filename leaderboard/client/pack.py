@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -43,6 +44,9 @@ _DEFAULTS = {
     for k, v in asdict(EnvOptions()).items()
     if k not in ("comm", "observability", "action_level", "split", "strict_agents", "challenge")
 }
+
+
+_TOKENS = re.compile(r"(member[0-9]+/)?llm/tokens_(in|out)")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -138,7 +142,8 @@ def pack_run(
     taken = sorted({"llm_tokens", "wall_time_s"} & set(submission))
     if taken:
         raise ValueError(f"submission fields {taken} are summed from the run's rows, not given")
-    tokens = sum(r.get("llm/tokens_in", 0) + r.get("llm/tokens_out", 0) for r in rows)
+    # a mixed team's LLM members report theirs as member<k>/llm/tokens_in
+    tokens = sum(v for r in rows for k, v in r.items() if _TOKENS.fullmatch(k) and v)
     meta = Submission.from_dict(
         {
             **submission,

@@ -67,9 +67,10 @@ YAML_MAX_DEPTH = 8  # submission.yaml is a flat mapping of scalars; 8 levels is 
 PARAMETERS_RANGE = (0, 10**13)  # ten trillion parameters
 LLM_TOKENS_RANGE = (0, 10**15)
 WALL_TIME_RANGE = (0.0, 1e8)  # seconds: about three years
-# A team's own statistics in a row (``llm/tokens_in``, ``plan/coverage``): numbers, reported
-# by its agents, not verified, and not kept by the server.
-_STAT_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}/[a-z][a-z0-9_]{0,63}")
+# A team's own statistics in a row (``llm/tokens_in``, ``plan/coverage``; a mixed team's under
+# its member's place, ``member1/llm/tokens_in``): numbers, reported by its agents, not verified,
+# and not kept by the server.
+_STAT_NAME = re.compile(r"(member[0-9]{1,3}/)?[a-z][a-z0-9_]{0,31}/[a-z][a-z0-9_]{0,63}")
 MAX_STATS = 64
 
 
