@@ -51,6 +51,7 @@ def test_the_suites_are_the_benchmarks_suite_files() -> None:
     known = suites()
     assert set(known) == {
         "crossplay",
+        "crossplay_llm",
         "default",
         "full",
         "human",
