@@ -247,3 +247,22 @@ def test_llm_members_on_one_model_share_the_workers_backend_in_a_batch(
     for row in rows:
         assert row["members"] == {"agent_0": "v4", "agent_1": "v3"}
         assert row["member0/llm/calls"] > 0 and row["member1/llm/calls"] > 0
+
+
+def test_the_oracle_as_a_member_plays_its_first_agents_beside_another_team() -> None:
+    """The oracle's plan indexes the world's agents: as agent_0 beside another team it plays
+    (an idle oracle agent near the partner once looked up the partner's queue and failed),
+    and given agent_1 alone it refuses, saying what it needs."""
+    task = "switch_off_kitchen_v0"
+    partner = {
+        "label": "policy-tiny",
+        "baseline": "policy",
+        "kwargs": {"checkpoint": "baselines/adapters/policy-tiny-families"},
+    }
+    env = make_env(task, n_agents=2, seed=1000006, split="val", observability="full")
+    oracle = {"agents": [0], "baseline": "oracle", "label": "oracle"}
+    trace = run_episode(env, MixedTeam([oracle, partner]), seed=1000006)
+    assert trace["members"] == {"agent_0": "oracle", "agent_1": "policy-tiny"}
+    env = make_env(task, n_agents=2, seed=0, split="val", observability="full")
+    with pytest.raises(ValueError, match=r"the oracle plays agent_0 to agent_<m-1>"):
+        run_episode(env, MixedTeam([{**oracle, "agents": [1]}, {"baseline": "heuristic"}]), seed=0)

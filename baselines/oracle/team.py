@@ -46,6 +46,11 @@ class OracleTeam(Team):
             raise ValueError(
                 "the oracle needs full observability (env option observability='full')"
             )
+        if agent_ids != [f"agent_{k}" for k in range(len(agent_ids))]:
+            raise ValueError(
+                f"the oracle plays agent_0 to agent_<m-1> (its plan indexes the world's agents "
+                f"by name), not {agent_ids}: in a mixed team, give it the first agents"
+            )
         self.view: PrivilegedView = task_info.privileged
         self.checklist = self.view.checklist
         self.heavy = self.view.heavy
@@ -252,6 +257,8 @@ class OracleTeam(Team):
         world = self.world
         a = world.agents[k]
         for j, b in enumerate(world.agents):
-            if j != k and self.queue[j] and abs(a.i - b.i) + abs(a.j - b.j) <= 3:
+            # An agent of another team in a mixed team (j past this team's own) may be busy.
+            busy = j >= len(self.queue) or self.queue[j]
+            if j != k and busy and abs(a.i - b.i) + abs(a.j - b.j) <= 3:
                 return "explore"
         return "wait"
