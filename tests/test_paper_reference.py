@@ -29,7 +29,7 @@ CURVES = [n for n in COMMITTED if load_table(n).training is not None]  # with le
 BUNDLES = sorted(PAPER_DIR.glob("*.tar.gz"))
 # The tables whose runs are committed (README, "Reproducing the tables"); the others are
 # documented commands whose results are not committed yet.
-EXPECTED = ["comm", "decomposition", "llm", "main", "mapthor", "rl", "scaling"]
+EXPECTED = ["comm", "crossplay", "decomposition", "llm", "main", "mapthor", "rl", "scaling"]
 
 
 def test_the_committed_tables_are_the_expected_ones() -> None:
@@ -109,12 +109,24 @@ def test_every_committed_trace_replays(path: Path) -> None:
 DETERMINISTIC = [n for n in COMMITTED if any(r.deterministic for r in load_table(n).runs)]
 
 
-@pytest.mark.parametrize("name", DETERMINISTIC)
-def test_a_short_fresh_run_matches_the_committed_episodes(name: str, tmp_path: Path) -> None:
-    """The deterministic runs of the table on a few seeds (each run's ``short`` overrides),
-    checked trace by trace; the sampled (LLM) runs are read from their bundles, their short runs
-    being minutes each on 2 cores (tests/test_paper_reference_llm.py, marked slow)."""
+# The crossplay table has a deterministic run per focal team and partner (about 10 s each, a
+# process start mostly): make test plays the self-play runs and two partners' afresh, the slow
+# test below all of them.
+CROSSPLAY_CI_PARTNERS = ("heuristic-silent", "random")
+
+
+def _fresh_spec(name: str, every_partner: bool):
     spec = load_table(name)
+    if spec.kind != "crossplay" or every_partner:
+        return spec
+    from dataclasses import replace
+
+    runs = tuple(r for r in spec.runs if not r.partner or r.partner in CROSSPLAY_CI_PARTNERS)
+    return replace(spec, runs=runs)
+
+
+def _check_short_fresh_run(name: str, tmp_path: Path, every_partner: bool) -> None:
+    spec = _fresh_spec(name, every_partner)
     opts = Options(
         table=name,
         output_dir=str(tmp_path),
@@ -126,6 +138,19 @@ def test_a_short_fresh_run_matches_the_committed_episodes(name: str, tmp_path: P
     outcome = make_table(spec, opts)
     assert outcome.problems == [], "\n".join(outcome.problems)
     assert any((tmp_path / "runs-short").iterdir())
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_a_short_fresh_run_matches_the_committed_episodes(name: str, tmp_path: Path) -> None:
+    """The deterministic runs of the table on a few seeds (each run's ``short`` overrides),
+    checked trace by trace; the sampled (LLM) runs are read from their bundles, their short runs
+    being minutes each on 2 cores (tests/test_paper_reference_llm.py, marked slow)."""
+    _check_short_fresh_run(name, tmp_path, every_partner=False)
+
+
+@pytest.mark.slow
+def test_every_crossplay_partner_run_matches_afresh(tmp_path: Path) -> None:
+    _check_short_fresh_run("crossplay", tmp_path, every_partner=True)
 
 
 def test_the_changelog_names_the_committed_tables_as_they_are() -> None:
