@@ -95,8 +95,32 @@ def test_a_comm_table_filter_keeping_no_episode_of_a_run_is_an_error() -> None:
         table_records(replace(spec, where={"baseline": "heuristic"}), runs)
 
 
-@pytest.mark.parametrize("path", BUNDLES, ids=lambda p: p.name.split(".")[0])
+# The crossplay table's partner runs are 33 bundles (3,400 episodes): make test replays those of
+# two partners (and every self-play run), the slow test the others.
+CROSSPLAY_CI_PARTNERS = ("heuristic-silent", "random")
+
+
+def _in_ci(path: Path) -> bool:
+    run = path.name.split(".", 1)[0]
+    return "--" not in run or run.split("--", 1)[1] in CROSSPLAY_CI_PARTNERS
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in BUNDLES if _in_ci(p)], ids=lambda p: p.name.split(".")[0]
+)
 def test_every_committed_trace_replays(path: Path) -> None:
+    _check_replays(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "path", [p for p in BUNDLES if not _in_ci(p)], ids=lambda p: p.name.split(".")[0]
+)
+def test_every_other_crossplay_trace_replays(path: Path) -> None:
+    _check_replays(path)
+
+
+def _check_replays(path: Path) -> None:
     with path.open("rb") as handle:
         verdict = verify_bundle(read_bundle(handle))
     reasons = list(verdict.reasons) + [r for e in verdict.episodes for r in e.reasons]
@@ -112,7 +136,6 @@ DETERMINISTIC = [n for n in COMMITTED if any(r.deterministic for r in load_table
 # The crossplay table has a deterministic run per focal team and partner (about 10 s each, a
 # process start mostly): make test plays the self-play runs and two partners' afresh, the slow
 # test below all of them.
-CROSSPLAY_CI_PARTNERS = ("heuristic-silent", "random")
 
 
 def _fresh_spec(name: str, every_partner: bool):
