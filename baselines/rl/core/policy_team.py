@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,9 @@ def _files(directory: Path) -> tuple[tuple[str, int, int], ...]:
     )
 
 
+_LOADING = threading.Lock()
+
+
 @functools.lru_cache(maxsize=2)
 def _cached_policy(
     checkpoint: str, adapter: str | None, device: str, threads: int | None, files: tuple
@@ -115,7 +119,11 @@ def shared_policy(
     holds the files' sizes and times, so a checkpoint rewritten in place is loaded again."""
     model_dir = resolve_model_dir(checkpoint)
     files = _files(model_dir) + (_files(check_adapter(adapter)) if adapter else ())
-    return _cached_policy(str(model_dir), adapter, device, threads, files)
+    # The episodes of a batch build their teams in threads at once; loading a model is not
+    # thread-safe (transformers builds it on the meta device), so one thread loads, the rest
+    # wait for it and share it.
+    with _LOADING:
+        return _cached_policy(str(model_dir), adapter, device, threads, files)
 
 
 def sampling_seed(team_seed: int, episode_seed: int) -> int:
