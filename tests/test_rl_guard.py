@@ -336,3 +336,36 @@ def test_a_held_out_index_drop_rolls_back_at_the_evaluation(
     assert "held-out TR 0.300 is 0.200 below the best passing evaluation" in row["guard/reason"]
     assert _same_weights(_checkpoint(run, 1), _checkpoint(run, 0))
     assert _checkpoint(run, 2)["guard"]["best"] == [0, 0.5]
+
+
+def test_an_evaluation_interrupted_under_the_guard_resumes_at_it_not_before_the_update(
+    sft_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the guard a step's weights are saved before its held-out evaluation as a resume
+    point (not as passed): a run killed during that evaluation resumes by evaluating and judging
+    them, without playing the update again."""
+    evaluate = Trainer.evaluate
+    calls = {"n": 0}
+
+    def killed_at_step_2(self: Trainer) -> dict[str, float]:
+        calls["n"] += 1
+        if self.step == 2:
+            raise KeyboardInterrupt  # the process dies during step 2's evaluation
+        return evaluate(self)
+
+    monkeypatch.setattr(Trainer, "evaluate", killed_at_step_2)
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(sft_model, run, steps=3, eval={"every": 2}, keep_checkpoints=2))
+    pending = _checkpoint(run, 2)
+    assert pending["pending_eval"] is True and pending["guard"]["good_step"] == 1
+    assert (run / "checkpoints" / "step_1.pt").exists()  # the last that passed stays
+    assert [r["step"] for r in _rows(run, "train")] == [1, 2]
+
+    monkeypatch.setattr(Trainer, "evaluate", evaluate)
+    result = train(_cfg(sft_model, run, steps=3, eval={"every": 2}, keep_checkpoints=2))
+    assert result["steps"] == 3
+    assert [r["step"] for r in _rows(run, "train")] == [1, 2, 3]  # update 2 is not replayed
+    assert [r["step"] for r in _rows(run, "eval")] == [0, 2, 3]
+    assert _checkpoint(run, 3)["pending_eval"] is False
+    assert _checkpoint(run, 3)["guard"]["good_step"] == 3

@@ -170,6 +170,12 @@ class TrainingRun:
                 self.failed(guard.check_eval(0, self.first.get(INDEX_KEY)))  # the first passes
         elif self._evaluation_missed(step):
             self.last, self.evaluated_at = self.evaluate(), step
+        elif guard is not None and self.trainer.pending_eval:
+            # Resumed from weights saved before their evaluation: evaluate and judge them now.
+            values = self.evaluate()
+            if not self.failed(guard.check_eval(step, values.get(INDEX_KEY))):
+                self.last, self.evaluated_at = values, step
+                self.trainer.save()
         if guard is not None and guard.good_step is None:
             self.trainer.save()  # the starting weights: the first checkpoint that passed
 
@@ -188,9 +194,12 @@ class TrainingRun:
             if guard is not None and self.failed(guard.check_step(trainer.step, stats[REF_KL])):
                 continue
             save = final or trainer.step % cfg.checkpoint_every == 0
+            evaluating = final or self._eval_due(trainer.step)
             if save and guard is None:
                 trainer.save()  # before the evaluation: a resume point
-            if final or self._eval_due(trainer.step):
+            elif save and evaluating and cfg.keep_checkpoints != 1:  # 0 keeps all
+                trainer.save(pending_eval=True)  # a resume point, judged on resume
+            if evaluating:
                 values = self.evaluate()
                 index = values.get(INDEX_KEY)
                 if guard is not None and self.failed(guard.check_eval(trainer.step, index)):

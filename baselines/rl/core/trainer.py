@@ -107,10 +107,14 @@ class Trainer:
         self.grad_norms: list[float] = []
         self.guard = KLGuard(cfg.guard, lr=algo.lr)
         self.saved_step: int | None = None  # the step of the newest checkpoint on disk
+        # Under the guard: the newest checkpoint holds weights saved before their held-out
+        # evaluation (a resume point; not yet passed), see :meth:`save`.
+        self.pending_eval = False
         state = load_latest(self.root / "checkpoints") if cfg.resume else None
         if state is not None:
             self._load(state)
             self.step = self.saved_step = state["step"]
+            self.pending_eval = bool(state.get("pending_eval", False))
             if "guard" in state:
                 self.guard.load_state_dict(state["guard"])
             else:  # saved before the guard existed: the resumed weights are the start
@@ -276,6 +280,7 @@ class Trainer:
             "grad_norms": self.grad_norms,
             "data_position": self.step * self.cfg.data.seeds_per_step,
             "guard": self.guard.state_dict(),
+            "pending_eval": self.pending_eval,
         }
 
     def _load(self, state: dict[str, Any]) -> None:
@@ -284,10 +289,16 @@ class Trainer:
             self.optimizers[key].load_state_dict(state["optimizers"][key])
         self.grad_norms = state.get("grad_norms", [])
 
-    def save(self) -> Path:
+    def save(self, pending_eval: bool = False) -> Path:
         """Checkpoint the current step. Under the guard the training loop saves only weights
-        that passed its checks, so this checkpoint becomes the last that passed."""
-        self.guard.checkpoint_saved(self.step)
+        that passed its checks, so this checkpoint becomes the last that passed; with
+        ``pending_eval`` the weights passed the step's checks but not yet the held-out
+        evaluation due at it: a resume point (a long evaluation interrupted is not paid for
+        with the update before it), not a checkpoint that passed. The one that passed before
+        it stays on disk (the loop saves none with ``keep_checkpoints=1``)."""
+        self.pending_eval = pending_eval
+        if not pending_eval:
+            self.guard.checkpoint_saved(self.step)
         path = save_checkpoint(
             self.root / "checkpoints", self.step, self.state(), self.cfg.keep_checkpoints
         )
