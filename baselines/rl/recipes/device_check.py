@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -275,13 +276,34 @@ def run(cpu: bool, quick: bool, parts: tuple[str, ...]) -> list[dict]:
                 got = check_grpo(model_dir, device, sizes, data["llm_agents"], root / "grpo")
             else:  # its model is the tiny policy, which its own "model" names
                 got = check_policy_step(device, sizes, data["policy"], root / "policy")
-            line = {"part": part, **common, **got}
+            line = measured({"part": part, **common, **got})
             print(json.dumps(line), flush=True)
             lines.append(line)
     return lines
 
 
 PARTS = ("hf_generation", "grpo_update", "policy_train_step")
+# The timed figures of each part's line: finite numbers, or the check fails naming the field.
+RATES = (
+    "seconds",
+    "seconds_per_update",
+    "tokens_per_s",
+    "generated_tokens_per_s",
+    "train_tokens_per_s",
+    "tokens_per_s_free_b",
+    "tokens_per_s_constrained_b",
+)
+
+
+def measured(line: dict) -> dict:
+    """``line`` once every timed figure in it (see RATES) is a finite number; ValueError naming
+    the part and field otherwise (a clock that broke must not print a figure)."""
+    for key, value in line.items():
+        if key.startswith(RATES) and not (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        ):
+            raise ValueError(f"{line.get('part')}: figure {key}={value!r} is not a finite number")
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
