@@ -91,7 +91,7 @@ def _is_target(atom: dict[str, Any], object_id: str | None) -> bool:
 
 def credited_atoms(trace: dict[str, Any]) -> dict[str, int]:
     """s_i: atoms satisfied at the end, credited to the agent whose action last made them true."""
-    agents = _agents(trace)
+    agents = trace_agents(trace)
     last: dict[int, str] = {}
     for event in trace["atoms"]:
         if event["satisfied"]:
@@ -105,7 +105,8 @@ def credited_atoms(trace: dict[str, Any]) -> dict[str, int]:
     return s
 
 
-def _agents(trace: dict[str, Any]) -> list[str]:
+def trace_agents(trace: dict[str, Any]) -> list[str]:
+    """The names of the trace's agents, ``agent_0`` to ``agent_<n-1>``."""
     return [f"agent_{k}" for k in range(trace["config"]["n_agents"])]
 
 
@@ -137,7 +138,7 @@ def influence_pairs(trace: dict[str, Any]) -> Iterator[tuple[str, str, bool]]:
     """``(sender, recipient, influenced)`` for every delivered (message, recipient) pair whose
     recipient decided both before and after it: influenced when the recipient's next subtask
     (skill and target) differs from the one it chose before the message."""
-    decisions: dict[str, list[tuple[int, tuple]]] = {a: [] for a in _agents(trace)}
+    decisions: dict[str, list[tuple[int, tuple]]] = {a: [] for a in trace_agents(trace)}
     for rec in trace["skills"]:
         decisions[rec["agent"]].append((rec["tick"], (rec["skill"], rec["target"])))
     for msg in trace["messages"]:
@@ -183,7 +184,7 @@ def episode_metrics(trace: dict[str, Any]) -> dict[str, Any]:
     final = trace["final"]
     satisfied = final["satisfied"]
     n_atoms = len(satisfied)
-    agents = _agents(trace)
+    agents = trace_agents(trace)
     s = credited_atoms(trace)
     shares = [s[a] for a in agents]
     checklist = _checklist(trace)

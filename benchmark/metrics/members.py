@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.metrics.episode import _agents, _kind, credited_atoms, influence_pairs
+from benchmark.metrics.episode import credited_atoms, influence_pairs, trace_agents
+from benchmark.skills import skill_of_primitive
 
 COUNTS = (
     "credited",
@@ -41,14 +42,18 @@ DEFAULT_MEMBER = "default"
 
 def agent_metrics(trace: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Every agent's counts (see the module docstring), by agent name."""
-    agents = _agents(trace)
+    agents = trace_agents(trace)
     out = {a: dict.fromkeys(COUNTS, 0) for a in agents}
     for agent, credited in credited_atoms(trace).items():
         out[agent]["credited"] = credited
     for rec in trace["skills"]:
         mine = out[rec["agent"]]
         mine["decisions"] += 1
-        if rec["accepted"] and rec["success"] is not False and _kind(rec["skill"]) != "wait":
+        if (
+            rec["accepted"]
+            and rec["success"] is not False
+            and skill_of_primitive(rec["skill"]) != "wait"
+        ):
             mine["actions"] += 1
     for msg in trace["messages"]:
         out[msg["sender"]]["messages"] += 1

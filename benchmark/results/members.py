@@ -11,11 +11,12 @@ the table (:func:`write_members`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.metrics.members import member_metrics, sum_counts
+from benchmark.metrics.members import COUNTS, member_metrics, sum_counts
 
 Row = Mapping[str, Any]
 
@@ -28,50 +29,34 @@ def member_table(
     rows: Sequence[Row], load_trace: Callable[[Row], dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """One record per (baseline, comm, n_agents, member) over the ok rows with ``members``."""
-    groups: dict[tuple, dict[str, list[dict[str, int]]]] = {}
-    episodes: dict[tuple, int] = {}
+    totals: dict[tuple, Counter[str]] = {}  # the member's counts and its teams', summed
     agents: dict[tuple, int] = {}
     for row in rows:
         if row.get("status") != "ok" or row.get("reference") or not row.get("members"):
             continue
-        trace = load_trace(row)
-        group = (row["baseline"], row["comm"], row["n_agents"])
-        per_member = member_metrics(trace)
+        per_member = member_metrics(load_trace(row))
         team = sum_counts(list(per_member.values()))
         for label, counts in per_member.items():
-            key = (*group, label)
-            parts = groups.setdefault(group, {}).setdefault(label, [])
-            parts.append(
-                {
-                    **{k: counts[k] for k in team},
-                    "team_credited": team["credited"],
-                    "team_actions": team["actions"],
-                }
-            )
-            episodes[key] = episodes.get(key, 0) + 1
+            key = (row["baseline"], row["comm"], row["n_agents"], label)
+            total = totals.setdefault(key, Counter())
+            total.update({name: counts[name] for name in COUNTS})
+            total.update(team_credited=team["credited"], team_actions=team["actions"], episodes=1)
             agents[key] = counts["agents"]
     out = []
-    for group in sorted(groups, key=str):
-        for label, parts in groups[group].items():
-            total = {name: sum(p[name] for p in parts) for name in parts[0]}
-            key = (*group, label)
-            out.append(
-                {
-                    "baseline": group[0],
-                    "comm": group[1],
-                    "n_agents": group[2],
-                    "member": label,
-                    "agents": agents[key],
-                    "episodes": episodes[key],
-                    "credit_share": _rate(total["credited"], total["team_credited"]),
-                    "workload_share": _rate(total["actions"], total["team_actions"]),
-                    "messages": total["messages"] / episodes[key],
-                    "influence_rate": _rate(total["influenced"], total["influence_pairs"]),
-                    "influenced_by_rate": _rate(
-                        total["influenced_by"], total["influenced_by_pairs"]
-                    ),
-                }
-            )
+    for key in sorted(totals, key=lambda k: str(k[:3])):  # members in order of appearance
+        total = totals[key]
+        out.append(
+            {
+                **dict(zip(("baseline", "comm", "n_agents", "member"), key, strict=True)),
+                "agents": agents[key],
+                "episodes": total["episodes"],
+                "credit_share": _rate(total["credited"], total["team_credited"]),
+                "workload_share": _rate(total["actions"], total["team_actions"]),
+                "messages": total["messages"] / total["episodes"],
+                "influence_rate": _rate(total["influenced"], total["influence_pairs"]),
+                "influenced_by_rate": _rate(total["influenced_by"], total["influenced_by_pairs"]),
+            }
+        )
     return out
 
 
