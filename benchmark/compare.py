@@ -25,6 +25,7 @@ from typing import Any
 
 from benchmark.metrics.stats import clopper_pearson, mcnemar_exact
 from benchmark.results.bundles import BundleError, bundle_members, bundle_rows
+from benchmark.results.markdown import markdown_table
 from benchmark.results.run_dir import RunDirectory
 
 METRICS = ("TR", "B", "messages", "influence_rate", "redundancy", "L")
@@ -129,7 +130,7 @@ def to_markdown(result: dict[str, Any], metrics: Sequence[str] = METRICS) -> str
         "only first / only this",
         "McNemar p",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for group, entries in result["groups"].items():
         for e in entries:
             cells = [
@@ -147,8 +148,8 @@ def to_markdown(result: dict[str, Any], metrics: Sequence[str] = METRICS) -> str
                 ]
             else:
                 cells += ["", "", ""]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            rows.append(cells)
+    return "\n".join(markdown_table(head, rows))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmark.reproduce.build import Record
 from benchmark.reproduce.spec import TableSpec
+from benchmark.results.markdown import markdown_table
 
 DIGITS = 9
 PARTS = ("mean", "lo", "hi")
@@ -42,8 +43,11 @@ def heading(spec: TableSpec) -> list[str]:
 
 def markdown(spec: TableSpec, records: list[Record]) -> str:
     head = heading(spec)
-    lines = [f"# {spec.title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(show(r[h]) for h in head) + " |" for r in records]
+    lines = [
+        f"# {spec.title}",
+        "",
+        *markdown_table(head, [[show(r[h]) for h in head] for r in records]),
+    ]
     lines += ["", spec.caption]
     if spec.published:
         lines += ["", spec.published]

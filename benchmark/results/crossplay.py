@@ -23,6 +23,7 @@ import yaml
 from benchmark.metrics.members import seat_metrics
 from benchmark.metrics.stats import clopper_pearson, mcnemar_exact, t_interval
 from benchmark.paths import CONFIGS_DIR
+from benchmark.results.markdown import markdown_table
 
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 POPULATIONS_DIR = CONFIGS_DIR / "partners"
@@ -212,26 +213,50 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def _pairing(r: Mapping[str, Any]) -> list[str]:
+    """A record's partner, comm setting and team size, as cells."""
+    return [str(r["partner"]), "on" if r["comm"] else "off", str(r["n_agents"])]
+
+
 def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
     """The cross-play records as markdown: the gap, then the focal seat's own numbers and the
     policy-swap drop when the records have them."""
     head = (
-        "| partner | comm | n | episodes | SR self [95%] | SR cross [95%] | SR gap | "
-        "self only / cross only | McNemar p | TR self | TR cross | TR gap [95%] | "
-        "B self / cross | messages self / cross | influence self / cross |"
+        "partner",
+        "comm",
+        "n",
+        "episodes",
+        "SR self [95%]",
+        "SR cross [95%]",
+        "SR gap",
+        "self only / cross only",
+        "McNemar p",
+        "TR self",
+        "TR cross",
+        "TR gap [95%]",
+        "B self / cross",
+        "messages self / cross",
+        "influence self / cross",
     )
-    lines = [head, "|" + "---|" * 15]
-    for r in table:
-        lines.append(
-            f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
-            f"{r['episodes']} | {_fmt(r['SR_self'])} {_fmt(r['SR_self_ci'])} | "
-            f"{_fmt(r['SR_cross'])} {_fmt(r['SR_cross_ci'])} | {_fmt(r['SR_gap'])} | "
-            f"{r['only_self']} / {r['only_cross']} | {_fmt(r['mcnemar_p'], 3)} | "
-            f"{_fmt(r['TR_self'])} | {_fmt(r['TR_cross'])} | {_fmt(r['TR_gap'])} "
-            f"{_fmt(r['TR_gap_ci'])} | {_fmt(r['B_self'])} / {_fmt(r['B_cross'])} | "
-            f"{_fmt(r['messages_self'], 1)} / {_fmt(r['messages_cross'], 1)} | "
-            f"{_fmt(r['influence_rate_self'])} / {_fmt(r['influence_rate_cross'])} |"
-        )
+    rows = [
+        [
+            *_pairing(r),
+            str(r["episodes"]),
+            f"{_fmt(r['SR_self'])} {_fmt(r['SR_self_ci'])}",
+            f"{_fmt(r['SR_cross'])} {_fmt(r['SR_cross_ci'])}",
+            _fmt(r["SR_gap"]),
+            f"{r['only_self']} / {r['only_cross']}",
+            _fmt(r["mcnemar_p"], 3),
+            _fmt(r["TR_self"]),
+            _fmt(r["TR_cross"]),
+            f"{_fmt(r['TR_gap'])} {_fmt(r['TR_gap_ci'])}",
+            f"{_fmt(r['B_self'])} / {_fmt(r['B_cross'])}",
+            f"{_fmt(r['messages_self'], 1)} / {_fmt(r['messages_cross'], 1)}",
+            f"{_fmt(r['influence_rate_self'])} / {_fmt(r['influence_rate_cross'])}",
+        ]
+        for r in table
+    ]
+    lines = markdown_table(head, rows)
     seat = [r for r in table if "focal_credit_share_self" in r]
     if seat:
         lines += [
@@ -239,17 +264,20 @@ def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
             "The focal seat (self / cross): its share of the credit and of the workload, the "
             "messages it sent, and the influence of its messages on its partners.",
             "",
-            "| partner | comm | n | credit share | workload share | messages | influence |",
-            "|" + "---|" * 7,
+            *markdown_table(
+                ("partner", "comm", "n", "credit share", "workload share", "messages", "influence"),
+                [
+                    [
+                        *_pairing(r),
+                        *(
+                            f"{_fmt(r[f'focal_{name}_self'])} / {_fmt(r[f'focal_{name}_cross'])}"
+                            for name in SEAT
+                        ),
+                    ]
+                    for r in seat
+                ],
+            ),
         ]
-        for r in seat:
-            cells = " | ".join(
-                f"{_fmt(r[f'focal_{name}_self'])} / {_fmt(r[f'focal_{name}_cross'])}"
-                for name in SEAT
-            )
-            lines.append(
-                f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | {cells} |"
-            )
     swaps = [r for r in table if "swap_drop" in r]
     if swaps:
         lines += [
@@ -257,17 +285,32 @@ def crossplay_markdown(table: Sequence[Mapping[str, Any]]) -> str:
             "Policy-swap drop: the same pairs with the seats exchanged (the focal team on the "
             "last agent), SR as seated minus SR swapped, paired.",
             "",
-            "| partner | comm | n | episodes | SR seated | SR swapped | drop | "
-            "seated only / swapped only | McNemar p |",
-            "|" + "---|" * 9,
+            *markdown_table(
+                (
+                    "partner",
+                    "comm",
+                    "n",
+                    "episodes",
+                    "SR seated",
+                    "SR swapped",
+                    "drop",
+                    "seated only / swapped only",
+                    "McNemar p",
+                ),
+                [
+                    [
+                        *_pairing(r),
+                        str(r["swap_episodes"]),
+                        _fmt(r["SR_cross"]),
+                        _fmt(r["SR_swapped"]),
+                        _fmt(r["swap_drop"]),
+                        f"{r['swap_only_seated']} / {r['swap_only_swapped']}",
+                        _fmt(r["swap_p"], 3),
+                    ]
+                    for r in swaps
+                ],
+            ),
         ]
-        for r in swaps:
-            lines.append(
-                f"| {r['partner']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
-                f"{r['swap_episodes']} | {_fmt(r['SR_cross'])} | {_fmt(r['SR_swapped'])} | "
-                f"{_fmt(r['swap_drop'])} | {r['swap_only_seated']} / "
-                f"{r['swap_only_swapped']} | {_fmt(r['swap_p'], 3)} |"
-            )
     return "\n".join(lines) + "\n"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.metrics.members import COUNTS, member_metrics, sum_counts
+from benchmark.results.markdown import markdown_table
 
 Row = Mapping[str, Any]
 
@@ -66,18 +67,29 @@ def _fmt(value: Any) -> str:
 
 def members_markdown(table: Sequence[Mapping[str, Any]]) -> str:
     head = (
-        "| baseline | comm | n | member | agents | episodes | credit share | workload share | "
-        "messages / episode | influence (sent) | influenced (received) |"
+        "baseline",
+        "comm",
+        "n",
+        "member",
+        "agents",
+        "episodes",
+        "credit share",
+        "workload share",
+        "messages / episode",
+        "influence (sent)",
+        "influenced (received)",
     )
-    lines = [head, "|" + "---|" * 11]
-    for r in table:
-        lines.append(
-            f"| {r['baseline']} | {'on' if r['comm'] else 'off'} | {r['n_agents']} | "
-            f"{r['member']} | {r['agents']} | {r['episodes']} | {_fmt(r['credit_share'])} | "
-            f"{_fmt(r['workload_share'])} | {_fmt(r['messages'])} | "
-            f"{_fmt(r['influence_rate'])} | {_fmt(r['influenced_by_rate'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    rows = [
+        [
+            r["baseline"],
+            "on" if r["comm"] else "off",
+            *map(_fmt, (r["n_agents"], r["member"], r["agents"], r["episodes"])),
+            *map(_fmt, (r["credit_share"], r["workload_share"], r["messages"])),
+            *map(_fmt, (r["influence_rate"], r["influenced_by_rate"])),
+        ]
+        for r in table
+    ]
+    return "\n".join(markdown_table(head, rows)) + "\n"
 
 
 def write_members(

@@ -28,6 +28,7 @@ import numpy as np
 from benchmark.metrics.episode import run_metrics
 from benchmark.metrics.specs import METRICS, MetricSpec, at_level, metric
 from benchmark.metrics.stats import clopper_pearson, t_interval
+from benchmark.results.markdown import markdown_table
 from benchmark.results.references import with_reference
 
 # Per-episode metrics, the reference ones included, in declaration order: one cell each.
@@ -177,8 +178,7 @@ def scaling_records(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _markdown_table(columns: tuple[str, ...], records: list[dict[str, Any]]) -> list[str]:
-    head = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    return head + ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in records]
+    return markdown_table(columns, [[_fmt(r.get(c)) for c in columns] for r in records])
 
 
 def _with_level(columns: tuple[str, ...], table: list[dict[str, Any]]) -> tuple[str, ...]:

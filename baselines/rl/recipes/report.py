@@ -14,6 +14,8 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from benchmark.results.markdown import markdown_table
+
 COLOURS = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189), (255, 127, 14)]
 
 
@@ -117,8 +119,7 @@ def write_report(runs: list[Path], out: Path) -> list[dict[str, Any]]:
         "messages_after",
         "L_after",
     ]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(s[c]) for c in columns) + " |" for s in summaries]
+    lines = markdown_table(columns, [[_cell(s[c]) for c in columns] for s in summaries])
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "report.json").write_text(json.dumps(summaries, indent=1))
     plot_curves(summaries, out / "curves.png")
