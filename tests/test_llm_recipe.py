@@ -63,3 +63,31 @@ def test_publish_skips_an_unfinished_tiny_stage_and_the_planner_has_none(
     assert llm_recipe.publish("llm_agents", where) == []
     (where / "tiny" / "sft.json").write_text("{}")
     assert llm_recipe.publish("llm_planner", where) == []
+
+
+def test_publish_copies_grpo_with_its_training_log(tmp_path: Path, adapters: Path) -> None:
+    where = tmp_path / "run" / "llm_agents"
+    _stage(where / "grpo" / "final_adapter", "adapter_config.json", '{"grpo": true}')
+    (where / "grpo" / "metrics.jsonl").write_text('{"kind": "eval", "step": 0}\n')
+
+    assert llm_recipe.publish("llm_agents", where) == ["smollm2-agents-v4-grpo"]
+    grpo = adapters / "smollm2-agents-v4-grpo"
+    assert (grpo / "training.jsonl").read_text() == '{"kind": "eval", "step": 0}\n'
+
+
+def test_stage_wall_times_add_up_over_invocations_and_an_interrupted_one_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = iter([0.0, 100.0, 1000.0, 1030.5, 2000.0, 2007.0])
+    monkeypatch.setattr(llm_recipe.time, "perf_counter", lambda: next(clock))
+    with llm_recipe.timed(tmp_path, "agents/sft"):
+        pass
+    with pytest.raises(KeyboardInterrupt), llm_recipe.timed(tmp_path, "agents/sft"):
+        raise KeyboardInterrupt  # a resumed stage: its time so far still counts
+    with llm_recipe.timed(tmp_path, "agents/grpo"):
+        pass
+
+    times = json.loads((tmp_path / llm_recipe.TIMING).read_text())
+    assert times == {"agents/sft": 130.5, "agents/grpo": 7.0}
+    (fact,) = llm_recipe.timing_facts(tmp_path)
+    assert fact.endswith("agents/sft 130 s, agents/grpo 7 s; total 0.04 h")

@@ -32,9 +32,11 @@ training-split scenes:
 
 Each finished stage's adapter is copied to ``baselines/adapters/<prefix>-<stage>`` (what
 ``llm.adapter=<name>`` loads; ``<prefix>``: ``smollm2-agents-v4`` or ``smollm2-planner``;
-``<stage>``: sft, dagger, grpo), the
+``<stage>``: sft, dagger, grpo; GRPO's with its log, ``training.jsonl``), the
 report (``REPORT.md``: the stages' wall times, imitation accuracies and the comparison table
-with exact 95% intervals on SR) to ``baselines/adapters/`` and ``--out``. Every stage is a
+with exact 95% intervals on SR) to ``baselines/adapters/`` and ``--out``. Each stage's wall
+time is added up over the invocations in ``--out/timing.json``, so a run interrupted and
+resumed still reports what it took in all. Every stage is a
 public command line whose run directory is kept under ``--out``; a stage whose output is there
 is not run again.
 """
@@ -48,6 +50,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +85,37 @@ TINY_DIR = "policy-tiny-families"  # its committed model directory in baselines/
 PROMPT = "llm_agents_v4"
 DAGGER_SEED = 100_000  # round r plays training-split seeds from r * DAGGER_SEED
 GUARD_SEEDS = 2_000_000  # GRPO's guard evaluates val-split seeds from here (not llm_heldout's)
+
+
+TIMING = "timing.json"  # in --out: each stage's wall time, summed over the invocations
+
+
+@contextmanager
+def timed(out: Path, stage: str) -> Iterator[None]:
+    """Add the wall time of the block to ``stage``'s in ``<out>/timing.json``: a stage resumed
+    across invocations counts each one's time (a finished stage, skipped, adds almost none; an
+    invocation killed outright adds nothing for the stage it was in)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        path = out / TIMING
+        times = json.loads(path.read_text()) if path.is_file() else {}
+        times[stage] = round(times.get(stage, 0.0) + time.perf_counter() - start, 1)
+        path.write_text(json.dumps(times, indent=1) + "\n")
+
+
+def timing_facts(out: Path) -> list[str]:
+    """The recorded wall times of ``out`` (:func:`timed`), with their total."""
+    path = out / TIMING
+    if not path.is_file():
+        return []
+    times = json.loads(path.read_text())
+    spent = ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in times.items())
+    total = sum(times.values())
+    return [
+        f"Wall time on this machine (summed over invocations): {spent}; total {total / 3600:.2f} h"
+    ]
 
 
 def _run(args: list[str], log: Path) -> float:
@@ -474,6 +509,9 @@ def publish(baseline: str, where: Path) -> list[str]:
         if source == tiny_model:
             shutil.copy2(where / "tiny" / "sft.json", target / "training.json")
             _to_bfloat16(target / "model.safetensors")
+        if source == stages["grpo"] and (where / "grpo" / "metrics.jsonl").is_file():
+            # GRPO's log travels with its adapter: every update's rollout and guard figures.
+            shutil.copy2(where / "grpo" / "metrics.jsonl", target / "training.jsonl")
         copied.append(target.name)
     return copied
 
@@ -531,6 +569,8 @@ def report(args: argparse.Namespace, out: Path) -> str:
         "",
         "Reproduce: `make train-llm` (`python -m baselines.rl.recipes.llm_recipe`, every stage; "
         f"this invocation: `{' '.join(sys.argv[1:]) or 'defaults'}`).",
+        "",
+        *timing_facts(out),
         "",
     ]
     for baseline in SHORT:
@@ -605,22 +645,29 @@ def main(argv: list[str] | None = None) -> int:
     for baseline in args.only:
         where = out / baseline
         where.mkdir(parents=True, exist_ok=True)
+        short = SHORT[baseline]
         if "sft" in args.stages:
-            sft(baseline, args, where)
+            with timed(out, f"{short}/sft"):
+                sft(baseline, args, where)
         rounds = finished_rounds(args, where)  # GRPO starts from the last, run or not here
         if baseline == "llm_agents" and "dagger" in args.stages:
-            rounds = dagger_rounds(args, where)
+            with timed(out, f"{short}/dagger"):
+                rounds = dagger_rounds(args, where)
         if baseline == "llm_agents" and "accuracy" in args.stages:
             models: dict[str, Path | None] = {"base": None, "sft": where / "sft" / "adapter"}
             models.update({f"dagger{k + 1}": a for k, a in enumerate(rounds)})
-            accuracy(args, where, models)
+            with timed(out, f"{short}/accuracy"):
+                accuracy(args, where, models)
         if "grpo" in args.stages:
-            grpo(baseline, args, where, rounds[-1] if rounds else None)
+            with timed(out, f"{short}/grpo"):
+                grpo(baseline, args, where, rounds[-1] if rounds else None)
         if baseline == "llm_agents" and "tiny" in args.stages:
-            tiny(args, where)
+            with timed(out, f"{short}/tiny"):
+                tiny(args, where)
         print(f"adapters in {ADAPTERS_DIR}: {', '.join(publish(baseline, where)) or 'none yet'}")
         if "eval" in args.stages:
-            evaluate_all(baseline, args, where)
+            with timed(out, f"{short}/eval"):
+                evaluate_all(baseline, args, where)
     text = report(args, out)
     for folder in (out, ADAPTERS_DIR):
         (folder / "REPORT.md").write_text(text)
