@@ -211,6 +211,30 @@ def test_resume_continues_exactly_as_the_uninterrupted_run(sft_model: Path, tmp_
     assert _comparable(resumed.train_step()) == expected
 
 
+def test_a_lora_checkpoint_holds_the_adapters_alone_and_resumes_exactly(
+    sft_model: Path, tmp_path: Path
+) -> None:
+    lora = {"policy": {"lora": True, "lora_r": 4, "lora_alpha": 8}}
+    straight = Trainer(_cfg(sft_model, tmp_path / "a", **lora), tmp_path / "a")
+    straight.train_step()
+    expected = _comparable(straight.train_step())
+    first = Trainer(_cfg(sft_model, tmp_path / "b", **lora), tmp_path / "b")
+    first.train_step()
+    saved = torch.load(first.save(), weights_only=False)["policies"]["shared"]
+    trainable = {n for n, p in first.policy.model.named_parameters() if p.requires_grad}
+    assert saved["model_part"] == "trainable" and set(saved["model"]) == trainable
+    assert all("lora_" in n for n in saved["model"])
+    del first
+    torch.manual_seed(12345)
+    resumed = Trainer(_cfg(sft_model, tmp_path / "b", **lora), tmp_path / "b")
+    assert resumed.step == 1
+    assert _comparable(resumed.train_step()) == expected
+    # Other LoRA placement: the checkpoint's adapters are not this policy's, and it says so.
+    other = {"policy": {"lora": True, "lora_r": 4, "lora_alpha": 8, "lora_layers": 1}}
+    with pytest.raises(ValueError, match="adapter tensors are not this policy's"):
+        Trainer(_cfg(sft_model, tmp_path / "b", **other), tmp_path / "b")
+
+
 def test_ray_actors_play_what_the_local_worker_plays(sft_model: Path, tmp_path: Path) -> None:
     local = Trainer(_cfg(sft_model, tmp_path / "l"), tmp_path / "l")
     remote = Trainer(_cfg(sft_model, tmp_path / "r", workers=2), tmp_path / "r")

@@ -159,14 +159,34 @@ class Policy:
         self.model.load_state_dict(weights, strict=False)
 
     def state(self) -> dict[str, Any]:
-        """Everything a checkpoint needs to restore the policy."""
+        """Everything a checkpoint needs to restore the policy. Under LoRA that is the adapter
+        tensors alone (``model_part: trainable``): the frozen base is rebuilt as it was by the
+        constructor, so a checkpoint of SmolLM2-135M's adapters takes a few MB, not 540."""
+        if self.lora is not None:
+            model, part = self.weights(), "trainable"
+        else:
+            model = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+            part = "full"
         return {
-            "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
+            "model": model,
+            "model_part": part,
             "value_head": None if self.value_head is None else self.value_head.state_dict(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
+        if state.get("model_part", "full") == "trainable":
+            trainable = {n for n, p in self.model.named_parameters() if p.requires_grad}
+            saved = set(state["model"])
+            if saved != trainable:
+                raise ValueError(
+                    "the checkpoint's adapter tensors are not this policy's: "
+                    f"{len(saved - trainable)} unknown (e.g. {sorted(saved - trainable)[:3]}), "
+                    f"{len(trainable - saved)} missing (e.g. {sorted(trainable - saved)[:3]}); "
+                    "was it written with other LoRA settings?"
+                )
+            self.model.load_state_dict(state["model"], strict=False)
+        else:
+            self.model.load_state_dict(state["model"])
         if self.value_head is not None and state.get("value_head") is not None:
             self.value_head.load_state_dict(state["value_head"])
 
