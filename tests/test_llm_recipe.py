@@ -91,3 +91,24 @@ def test_stage_wall_times_add_up_over_invocations_and_an_interrupted_one_counts(
     assert times == {"agents/sft": 130.5, "agents/grpo": 7.0}
     (fact,) = llm_recipe.timing_facts(tmp_path)
     assert fact.endswith("agents/sft 130 s, agents/grpo 7 s; total 0.04 h")
+
+
+@pytest.mark.parametrize(
+    ("flags", "present", "absent"),
+    [
+        ([], ["guard.enabled=true", "eval.every=3", "eval.seed_start=2000000"], ["eval.every=0"]),
+        (["--no-guard"], ["guard.enabled=false", "eval.every=0", "eval.episodes=0"], []),
+    ],
+)
+def test_grpo_runs_under_the_kl_guard_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list, present: list, absent: list
+) -> None:
+    start = tmp_path / "start"
+    _stage(start, "adapter_config.json", "{}")
+    commands: list[list[str]] = []
+    monkeypatch.setattr(llm_recipe, "_run", lambda command, log: commands.append(command))
+    args = llm_recipe.parse_args([*flags, "--grpo-start", str(start)])
+    llm_recipe.grpo("llm_agents", args, tmp_path / "run", None)
+    (command,) = commands
+    assert f"policy.adapter={start}" in command and "checkpoint_every=1" in command
+    assert all(o in command for o in present) and not any(o in command for o in absent)

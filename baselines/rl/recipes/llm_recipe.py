@@ -330,14 +330,7 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
             f"data.group_size={args.group_size}",
             *([f"rollout.batch_episodes={args.group_size}"] if agents else []),
             f"steps={args.grpo_steps}",
-            # The KL guard judges every update by its KL to the start (the adapter GRPO began
-            # from) and every evaluation by held-out TR, on val-split scenes with seeds of
-            # their own (from 2,000,000: none of the suite's); a failure rolls back.
-            "guard.enabled=true",
-            f"eval.every={args.guard_every}",
-            f"eval.episodes={args.guard_episodes}",
-            f"eval.seed_start={GUARD_SEEDS}",
-            "eval.temperature=0",
+            *_guard_overrides(args),
             "checkpoint_every=1",
             "trainer.lr=1e-4",
             "trainer.minibatch_size=8",
@@ -350,6 +343,22 @@ def grpo(baseline: str, args: argparse.Namespace, out: Path, start: Path | None)
         ],
         out / "grpo.log",
     )
+
+
+def _guard_overrides(args: argparse.Namespace) -> list[str]:
+    """The KL guard judges every update by its KL to the start (the adapter GRPO began from) and
+    every evaluation by held-out TR, on val-split scenes with seeds of their own (from
+    2,000,000: none of the suite's); a failure rolls back. ``--no-guard`` trains without it and
+    without evaluations, as the committed ``smollm2-agents-v4-grpo`` was trained."""
+    if not args.guard:
+        return ["guard.enabled=false", "eval.every=0", "eval.episodes=0"]
+    return [
+        "guard.enabled=true",
+        f"eval.every={args.guard_every}",
+        f"eval.episodes={args.guard_episodes}",
+        f"eval.seed_start={GUARD_SEEDS}",
+        "eval.temperature=0",
+    ]
 
 
 def tiny(args: argparse.Namespace, out: Path) -> None:
@@ -598,7 +607,8 @@ def report(args: argparse.Namespace, out: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The recipe's command line: its stages and each stage's budget."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/llm_recipe"))
     parser.add_argument("--only", nargs="+", default=list(SHORT), choices=list(SHORT))
@@ -627,6 +637,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--grpo-start", type=Path, help="GRPO's start adapter (default: the last DAgger round's)"
     )
+    parser.add_argument(
+        "--guard",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="GRPO under the KL guard (--no-guard: as the committed -grpo adapter was trained)",
+    )
     parser.add_argument("--guard-every", type=int, default=3, help="GRPO updates an evaluation")
     parser.add_argument("--guard-episodes", type=int, default=26, help="episodes an evaluation")
     parser.add_argument("--workers", type=int, default=2)
@@ -640,7 +656,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stages", nargs="+", default=list(STAGES), choices=list(STAGES), help="what to run"
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     out = args.out.resolve()
     for baseline in args.only:
         where = out / baseline
