@@ -1,5 +1,6 @@
-"""``make train-llm``'s publishing step (baselines/rl/recipes/llm_recipe.py): what a finished run
-copies into ``baselines/adapters/``, the names the paper tables load."""
+"""``make train-llm`` (baselines/rl/recipes/llm_recipe/): what a finished run copies into
+``baselines/adapters/`` (the names the paper tables load), its wall-time record and GRPO's
+command line."""
 
 import json
 from pathlib import Path
@@ -9,6 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from baselines.rl.recipes import llm_recipe
+from baselines.rl.recipes.llm_recipe import publish, report, stages
 
 
 def _stage(directory: Path, marker: str, text: str) -> None:
@@ -20,7 +22,7 @@ def _stage(directory: Path, marker: str, text: str) -> None:
 def adapters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     target = tmp_path / "adapters"
     target.mkdir()
-    monkeypatch.setattr(llm_recipe, "ADAPTERS_DIR", target)
+    monkeypatch.setattr(publish, "ADAPTERS_DIR", target)
     return target
 
 
@@ -37,7 +39,7 @@ def test_publish_copies_each_finished_stage_and_the_tiny_policy(
     (adapters / "policy-tiny-families").mkdir()
     (adapters / "policy-tiny-families" / "stale.bin").write_text("old")
 
-    copied = llm_recipe.publish("llm_agents", where)
+    copied = publish.publish("llm_agents", where)
 
     assert copied == ["smollm2-agents-v4-sft", "smollm2-agents-v4-dagger", "policy-tiny-families"]
     assert (adapters / "smollm2-agents-v4-dagger" / "adapter_config.json").read_text() == (
@@ -60,9 +62,9 @@ def test_publish_skips_an_unfinished_tiny_stage_and_the_planner_has_none(
 ) -> None:
     where = tmp_path / "run"
     _stage(where / "tiny" / "model", "config.json", "{}")  # no sft.json: not finished
-    assert llm_recipe.publish("llm_agents", where) == []
+    assert publish.publish("llm_agents", where) == []
     (where / "tiny" / "sft.json").write_text("{}")
-    assert llm_recipe.publish("llm_planner", where) == []
+    assert publish.publish("llm_planner", where) == []
 
 
 def test_publish_copies_grpo_with_its_training_log(tmp_path: Path, adapters: Path) -> None:
@@ -70,7 +72,7 @@ def test_publish_copies_grpo_with_its_training_log(tmp_path: Path, adapters: Pat
     _stage(where / "grpo" / "final_adapter", "adapter_config.json", '{"grpo": true}')
     (where / "grpo" / "metrics.jsonl").write_text('{"kind": "eval", "step": 0}\n')
 
-    assert llm_recipe.publish("llm_agents", where) == ["smollm2-agents-v4-grpo"]
+    assert publish.publish("llm_agents", where) == ["smollm2-agents-v4-grpo"]
     grpo = adapters / "smollm2-agents-v4-grpo"
     assert (grpo / "training.jsonl").read_text() == '{"kind": "eval", "step": 0}\n'
 
@@ -79,17 +81,17 @@ def test_stage_wall_times_add_up_over_invocations_and_an_interrupted_one_counts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = iter([0.0, 100.0, 1000.0, 1030.5, 2000.0, 2007.0])
-    monkeypatch.setattr(llm_recipe.time, "perf_counter", lambda: next(clock))
-    with llm_recipe.timed(tmp_path, "agents/sft"):
+    monkeypatch.setattr(report.time, "perf_counter", lambda: next(clock))
+    with report.timed(tmp_path, "agents/sft"):
         pass
-    with pytest.raises(KeyboardInterrupt), llm_recipe.timed(tmp_path, "agents/sft"):
+    with pytest.raises(KeyboardInterrupt), report.timed(tmp_path, "agents/sft"):
         raise KeyboardInterrupt  # a resumed stage: its time so far still counts
-    with llm_recipe.timed(tmp_path, "agents/grpo"):
+    with report.timed(tmp_path, "agents/grpo"):
         pass
 
-    times = json.loads((tmp_path / llm_recipe.TIMING).read_text())
+    times = json.loads((tmp_path / report.TIMING).read_text())
     assert times == {"agents/sft": 130.5, "agents/grpo": 7.0}
-    (fact,) = llm_recipe.timing_facts(tmp_path)
+    (fact,) = report.timing_facts(tmp_path)
     assert fact.endswith("agents/sft 130 s, agents/grpo 7 s; total 0.04 h")
 
 
@@ -106,9 +108,9 @@ def test_grpo_runs_under_the_kl_guard_unless_told_not_to(
     start = tmp_path / "start"
     _stage(start, "adapter_config.json", "{}")
     commands: list[list[str]] = []
-    monkeypatch.setattr(llm_recipe, "_run", lambda command, log: commands.append(command))
+    monkeypatch.setattr(stages, "run_module", lambda command, log: commands.append(command))
     args = llm_recipe.parse_args([*flags, "--grpo-start", str(start)])
-    llm_recipe.grpo("llm_agents", args, tmp_path / "run", None)
+    stages.grpo("llm_agents", args, tmp_path / "run", None)
     (command,) = commands
     assert f"policy.adapter={start}" in command and "checkpoint_every=1" in command
     assert all(o in command for o in present) and not any(o in command for o in absent)

@@ -158,7 +158,7 @@ def format_table(table: dict[str, dict[str, float]]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     from baselines.llm_support import config_llm
-    from baselines.rl.recipes.llm_recipe import FAMILY_TASKS
+    from baselines.rl.recipes.llm_recipe.common import FAMILY_TASKS
     from benchmark.llm.resources import LLMPool
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
