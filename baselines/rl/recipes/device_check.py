@@ -295,9 +295,21 @@ RATES = (
 )
 
 
+# The timed figures each part's line must carry (the GPU check's report is read by name).
+REQUIRED = {
+    "hf_generation": ("seconds",),
+    "grpo_update": ("seconds", "seconds_per_update", "tokens_per_s"),
+    "policy_train_step": ("seconds", "generated_tokens_per_s", "train_tokens_per_s"),
+}
+
+
 def measured(line: dict) -> dict:
-    """``line`` once every timed figure in it (see RATES) is a finite number; ValueError naming
-    the part and field otherwise (a clock that broke must not print a figure)."""
+    """``line`` once it carries its part's timed figures (REQUIRED) and every timed figure in it
+    (see RATES) is a finite number; ValueError naming the part and field otherwise (a clock that
+    broke, or a figure left out, must not pass as a report)."""
+    missing = [k for k in REQUIRED.get(line.get("part"), ()) if k not in line]
+    if missing:
+        raise ValueError(f"{line.get('part')}: timed figures missing: {', '.join(missing)}")
     for key, value in line.items():
         if key.startswith(RATES) and not (
             isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
