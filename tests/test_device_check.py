@@ -63,7 +63,6 @@ def test_a_line_whose_figure_is_not_a_finite_number_is_refused() -> None:
     from baselines.rl.recipes.device_check import PARTS, REQUIRED, measured
 
     good = {"part": "grpo_update", "seconds": 1.5, "seconds_per_update": 1.5, "tokens_per_s": 10}
-    good["batch"] = 4
     assert measured(good) is good
     for bad in (float("nan"), float("inf"), None, "fast", True):
         with pytest.raises(ValueError, match=r"grpo_update: figure tokens_per_s="):
@@ -75,6 +74,9 @@ def test_a_line_whose_figure_is_not_a_finite_number_is_refused() -> None:
             with pytest.raises(ValueError, match=rf"{part}: timed figures missing: {figure}"):
                 measured({k: v for k, v in line.items() if k != figure})
     assert set(REQUIRED) == set(PARTS)
+    for part in (None, "decode"):
+        with pytest.raises(ValueError, match=rf"a line of part {part!r}: expected one of"):
+            measured({"part": part, "seconds": 1.0})
 
 
 def test_without_cuda_the_check_refuses_and_says_how_to_dry_run() -> None:

@@ -282,7 +282,13 @@ def run(cpu: bool, quick: bool, parts: tuple[str, ...]) -> list[dict]:
     return lines
 
 
-PARTS = ("hf_generation", "grpo_update", "policy_train_step")
+# The timed figures each part's line must carry (the GPU check's report is read by name).
+REQUIRED = {
+    "hf_generation": ("seconds",),
+    "grpo_update": ("seconds", "seconds_per_update", "tokens_per_s"),
+    "policy_train_step": ("seconds", "generated_tokens_per_s", "train_tokens_per_s"),
+}
+PARTS = tuple(REQUIRED)
 # The timed figures of each part's line: finite numbers, or the check fails naming the field.
 RATES = (
     "seconds",
@@ -295,26 +301,21 @@ RATES = (
 )
 
 
-# The timed figures each part's line must carry (the GPU check's report is read by name).
-REQUIRED = {
-    "hf_generation": ("seconds",),
-    "grpo_update": ("seconds", "seconds_per_update", "tokens_per_s"),
-    "policy_train_step": ("seconds", "generated_tokens_per_s", "train_tokens_per_s"),
-}
-
-
 def measured(line: dict) -> dict:
     """``line`` once it carries its part's timed figures (REQUIRED) and every timed figure in it
     (see RATES) is a finite number; ValueError naming the part and field otherwise (a clock that
     broke, or a figure left out, must not pass as a report)."""
-    missing = [k for k in REQUIRED.get(line.get("part"), ()) if k not in line]
+    part = line.get("part")
+    if part not in REQUIRED:
+        raise ValueError(f"a line of part {part!r}: expected one of {', '.join(REQUIRED)}")
+    missing = [k for k in REQUIRED[part] if k not in line]
     if missing:
-        raise ValueError(f"{line.get('part')}: timed figures missing: {', '.join(missing)}")
+        raise ValueError(f"{part}: timed figures missing: {', '.join(missing)}")
     for key, value in line.items():
         if key.startswith(RATES) and not (
             isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         ):
-            raise ValueError(f"{line.get('part')}: figure {key}={value!r} is not a finite number")
+            raise ValueError(f"{part}: figure {key}={value!r} is not a finite number")
     return line
 
 
